@@ -1,0 +1,267 @@
+"""An agent's asyncio API over any transport that can send and receive text frames.
+
+A transport calls :meth:`Agent.connection_made`, :meth:`Agent.data_received` and
+:meth:`Agent.connection_lost` (the ``asyncio.Protocol`` vocabulary) and offers
+``send(text)`` and ``close()``. Two exist: :mod:`webmcp_a2a.client.cpython` over
+the ``websockets`` library and :mod:`webmcp_a2a.browser.websocket` over the
+browser's WebSocket. Everything else - correlation, acknowledgements, the inbox -
+is here, once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import logging
+import time
+from collections import deque
+from typing import Any, Callable, Protocol
+
+from ..protocol import (
+    BROADCAST,
+    TOPIC_PREFIX,
+    BroadcastArgs,
+    BroadcastRequest,
+    Envelope,
+    ErrorInfo,
+    FanoutResult,
+    Hello,
+    InboxArgs,
+    InboxResult,
+    ReceivedMessage,
+    Region,
+    SendMessageArgs,
+    SendRequest,
+    SendResult,
+    SubscribeRequest,
+    SubscribeResult,
+    SubscriptionFilter,
+    UnsubscribeRequest,
+    UnsubscribeResult,
+)
+from .core import ClientCore, Failed, Received, Replied, Welcomed
+
+log = logging.getLogger("webmcp_a2a.client")
+
+
+class Transport(Protocol):
+    name: str
+
+    def send(self, text: str) -> None: ...
+
+    def close(self) -> None: ...
+
+
+class RouterError(Exception):
+    """The router (or the connection) refused a request; ``info`` says why, machine-readably."""
+
+    def __init__(self, info: ErrorInfo) -> None:
+        super().__init__(f"{info.code}: {info.message}")
+        self.info = info
+
+
+MessageHandler = Callable[[ReceivedMessage], Any]
+StateListener = Callable[[str], Any]
+
+
+class Agent:
+    """One agent in the mesh: send, broadcast, subscribe, and an inbox of what arrived."""
+
+    def __init__(self, hello: Hello, *, inbox_limit: int = 1000, request_timeout: float = 30.0) -> None:
+        self.core = ClientCore(hello)
+        self.inbox_limit = inbox_limit
+        self.request_timeout = request_timeout
+        self.state = "disconnected"
+        self.transport: Transport | None = None
+        self._requests: dict[int, asyncio.Future] = {}
+        self._welcomed: asyncio.Future | None = None
+        self._inbox: deque[ReceivedMessage] = deque()
+        self._arrivals: set[asyncio.Future] = set()
+        self._handlers: list[MessageHandler] = []
+        self._state_listeners: list[StateListener] = []
+
+    @property
+    def agent_id(self) -> str:
+        return self.core.hello.agent_id
+
+    @property
+    def agent_type(self) -> str:
+        return self.core.hello.agent_type
+
+    # --- transport side ---------------------------------------------------------
+
+    def connection_made(self, transport: Transport) -> None:
+        self.transport = transport
+        self._welcomed = asyncio.get_running_loop().create_future()
+        self._set_state("connecting")
+        self.core.connect()
+        self._flush()
+
+    def data_received(self, text: str) -> None:
+        self.core.receive(text)
+        for event in self.core.events_received():
+            if isinstance(event, Received):
+                self._accept(event.message)
+            elif isinstance(event, Replied):
+                self._resolve(event.ref, result=event.data)
+            elif isinstance(event, Failed):
+                self._fail(event)
+            elif isinstance(event, Welcomed):
+                self._set_state("connected")
+                if self._welcomed is not None and not self._welcomed.done():
+                    self._welcomed.set_result(event)
+        self._flush()
+
+    def connection_lost(self, reason: str = "connection closed") -> None:
+        self.transport = None
+        error = RouterError(ErrorInfo(code="not_connected", message=reason))
+        if self._welcomed is not None and not self._welcomed.done():
+            self._welcomed.set_exception(error)
+        for future in self._requests.values():
+            if not future.done():
+                future.set_exception(error)
+        self._requests.clear()
+        self._set_state("disconnected")
+
+    async def welcomed(self) -> None:
+        """Wait until the router has accepted this agent (raises :class:`RouterError` if refused)."""
+        if self._welcomed is None:
+            raise RouterError(ErrorInfo(code="not_connected", message="no transport yet"))
+        await self._welcomed
+
+    # --- the agent's API --------------------------------------------------------
+
+    async def send_message(self, args: SendMessageArgs) -> SendResult:
+        envelope = Envelope(
+            to_agent=args.target_agent_id,
+            message_type=args.message_type,
+            priority=args.priority,
+            payload=args.payload,
+            metadata={"correlation_id": args.correlation_id},
+            expires_at=time.time() + args.ttl_seconds if args.ttl_seconds else None,
+        )
+        return SendResult.model_validate(await self._request(SendRequest(id=0, envelope=envelope)))
+
+    async def broadcast(self, args: BroadcastArgs) -> FanoutResult:
+        envelope = Envelope(to_agent=BROADCAST, message_type=args.message_type, priority=args.priority,
+                            payload=args.payload)
+        request = BroadcastRequest(id=0, envelope=envelope, agent_type=args.agent_type,
+                                   exclude_self=args.exclude_self)
+        return FanoutResult.model_validate(await self._request(request))
+
+    async def publish(self, topic: str, payload: dict, region: Region | None = None) -> FanoutResult:
+        """Publish an event on ``topic`` (an event type such as ``region_change``, or any topic name)."""
+        envelope = Envelope(to_agent=f"{TOPIC_PREFIX}{topic}", message_type="event", payload=payload,
+                            metadata={"region": region})
+        return FanoutResult.model_validate(await self._request(SendRequest(id=0, envelope=envelope)))
+
+    async def subscribe(self, topic: str, filter: SubscriptionFilter | None = None) -> SubscribeResult:
+        return SubscribeResult.model_validate(await self._request(SubscribeRequest(id=0, topic=topic, filter=filter)))
+
+    async def unsubscribe(self, subscription_id: str) -> UnsubscribeResult:
+        request = UnsubscribeRequest(id=0, subscription_id=subscription_id)
+        return UnsubscribeResult.model_validate(await self._request(request))
+
+    async def inbox(self, args: InboxArgs | None = None) -> InboxResult:
+        """Take what arrived (oldest first), waiting up to ``wait_seconds`` for a first match."""
+        args = args or InboxArgs()
+        matches = self._take(args)
+        if not matches and args.wait_seconds > 0:
+            deadline = time.monotonic() + args.wait_seconds
+            while not matches and (remaining := deadline - time.monotonic()) > 0:
+                arrival = asyncio.get_running_loop().create_future()
+                self._arrivals.add(arrival)
+                try:
+                    await asyncio.wait_for(arrival, remaining)
+                except asyncio.TimeoutError:
+                    pass
+                finally:
+                    self._arrivals.discard(arrival)
+                matches = self._take(args)
+        return InboxResult(messages=matches, remaining=len(self._inbox))
+
+    def on_message(self, handler: MessageHandler) -> Callable[[], None]:
+        """Call ``handler(message)`` for every new message (coroutines are scheduled); returns a remover."""
+        self._handlers.append(handler)
+        return lambda: self._handlers.remove(handler)
+
+    def on_state(self, listener: StateListener) -> Callable[[], None]:
+        """Call ``listener(state)`` on connecting / connected / disconnected."""
+        self._state_listeners.append(listener)
+        return lambda: self._state_listeners.remove(listener)
+
+    def close(self) -> None:
+        if self.transport is not None:
+            self.transport.close()
+
+    # --- internals ----------------------------------------------------------------
+
+    async def _request(self, frame) -> dict:
+        if self.transport is None or self.state != "connected":
+            raise RouterError(ErrorInfo(code="not_connected", message=f"agent is {self.state}"))
+        request_id = self.core.request(frame)
+        future = asyncio.get_running_loop().create_future()
+        self._requests[request_id] = future
+        self._flush()
+        try:
+            return await asyncio.wait_for(future, self.request_timeout)
+        finally:
+            self._requests.pop(request_id, None)
+
+    def _flush(self) -> None:
+        frames = self.core.data_to_send()
+        if self.transport is not None:
+            for text in frames:
+                self.transport.send(text)
+
+    def _accept(self, message: ReceivedMessage) -> None:
+        if len(self._inbox) >= self.inbox_limit:
+            # Refusing tells the sender the truth (delivered: false); accepting and
+            # dropping would not.
+            self.core.refuse(message.message_id, "inbox_full")
+            return
+        self._inbox.append(message)
+        self.core.ack(message.message_id)
+        for arrival in self._arrivals:
+            if not arrival.done():
+                arrival.set_result(None)
+        for handler in list(self._handlers):
+            try:
+                outcome = handler(message)
+                if inspect.isawaitable(outcome):
+                    asyncio.ensure_future(outcome)
+            except Exception:
+                log.exception("message handler failed")
+
+    def _take(self, args: InboxArgs) -> list[ReceivedMessage]:
+        taken: list[ReceivedMessage] = []
+        kept: deque[ReceivedMessage] = deque()
+        for message in self._inbox:
+            wanted = args.correlation_id is None or message.metadata.correlation_id == args.correlation_id
+            if wanted and len(taken) < args.max_messages:
+                taken.append(message)
+            else:
+                kept.append(message)
+        self._inbox = kept
+        return taken
+
+    def _resolve(self, ref: int, result: dict) -> None:
+        future = self._requests.get(ref)
+        if future is not None and not future.done():
+            future.set_result(result)
+
+    def _fail(self, event: Failed) -> None:
+        if event.ref is not None and (future := self._requests.get(event.ref)) and not future.done():
+            future.set_exception(RouterError(event.error))
+        elif self._welcomed is not None and not self._welcomed.done():
+            self._welcomed.set_exception(RouterError(event.error))
+        else:
+            log.warning("router error: %s: %s", event.error.code, event.error.message)
+
+    def _set_state(self, state: str) -> None:
+        self.state = state
+        for listener in list(self._state_listeners):
+            try:
+                listener(state)
+            except Exception:
+                log.exception("state listener failed")

@@ -1,0 +1,133 @@
+"""The router client's protocol state, with no I/O (in the manner of ``websockets``' sans-I/O core).
+
+Feed it the text frames the router sent with :meth:`ClientCore.receive`, collect
+what happened with :meth:`ClientCore.events_received` and what to write back with
+:meth:`ClientCore.data_to_send`. It never touches a socket, a thread or an event
+loop, so the very same object runs under CPython (over the ``websockets``
+library) and under Pyodide (over the browser's WebSocket).
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from dataclasses import dataclass
+from typing import Union
+
+from pydantic import BaseModel, ValidationError
+
+from ..protocol import (
+    ROUTER_FRAME,
+    Ack,
+    Deliver,
+    ErrorFrame,
+    ErrorInfo,
+    Hello,
+    ReceivedMessage,
+    Result,
+    Welcome,
+)
+
+
+@dataclass(frozen=True)
+class Welcomed:
+    """The router accepted the hello."""
+
+    agent_id: str
+    max_frame_bytes: int
+
+
+@dataclass(frozen=True)
+class Replied:
+    """The request ``ref`` succeeded."""
+
+    ref: int
+    data: dict
+
+
+@dataclass(frozen=True)
+class Failed:
+    """The request ``ref`` failed, or (``ref`` None) the router rejected a frame."""
+
+    ref: int | None
+    error: ErrorInfo
+
+
+@dataclass(frozen=True)
+class Received:
+    """A new message for this agent; answer with :meth:`ClientCore.ack` or :meth:`ClientCore.refuse`."""
+
+    message: ReceivedMessage
+
+
+Event = Union[Welcomed, Replied, Failed, Received]
+
+
+class ClientCore:
+    """One agent's side of the protocol: request ids, acknowledgements, de-duplication."""
+
+    #: How many acknowledged message ids are remembered to recognise a redelivery.
+    SEEN_LIMIT = 10_000
+
+    def __init__(self, hello: Hello) -> None:
+        self.hello = hello
+        self._next_id = 1
+        self._outgoing: list[str] = []
+        self._events: list[Event] = []
+        self._seen: OrderedDict[str, None] = OrderedDict()
+
+    # --- output ---------------------------------------------------------------
+
+    def connect(self) -> None:
+        """Start (or restart, after a reconnect) with the hello frame."""
+        self._outgoing.append(self.hello.model_dump_json())
+
+    def request(self, frame: BaseModel) -> int:
+        """Queue a request frame (any model with an ``id`` field); returns the id it was given."""
+        request_id = self._next_id
+        self._next_id += 1
+        frame.id = request_id
+        self._outgoing.append(frame.model_dump_json())
+        return request_id
+
+    def ack(self, message_id: str) -> None:
+        self._remember(message_id)
+        self._outgoing.append(Ack(message_id=message_id).model_dump_json())
+
+    def refuse(self, message_id: str, reason: str) -> None:
+        self._outgoing.append(Ack(message_id=message_id, accepted=False, reason=reason).model_dump_json())
+
+    def data_to_send(self) -> list[str]:
+        frames, self._outgoing = self._outgoing, []
+        return frames
+
+    # --- input ------------------------------------------------------------------
+
+    def receive(self, text: str) -> None:
+        try:
+            frame = ROUTER_FRAME.validate_json(text)
+        except ValidationError as exc:
+            self._events.append(Failed(None, ErrorInfo(code="malformed_frame", message=f"from router: {exc}")))
+            return
+        if isinstance(frame, Deliver):
+            message_id = frame.envelope.message_id
+            if message_id in self._seen:
+                # A redelivery of something already taken: acknowledge again, apply nothing.
+                self._outgoing.append(Ack(message_id=message_id).model_dump_json())
+                return
+            message = ReceivedMessage(**dict(frame.envelope), subscription_id=frame.subscription_id)
+            self._events.append(Received(message))
+        elif isinstance(frame, Result):
+            self._events.append(Replied(frame.ref, frame.data))
+        elif isinstance(frame, ErrorFrame):
+            self._events.append(Failed(frame.ref, frame.error))
+        elif isinstance(frame, Welcome):
+            self._events.append(Welcomed(frame.agent_id, frame.max_frame_bytes))
+
+    def events_received(self) -> list[Event]:
+        events, self._events = self._events, []
+        return events
+
+    def _remember(self, message_id: str) -> None:
+        self._seen[message_id] = None
+        if len(self._seen) > self.SEEN_LIMIT:
+            self._seen.popitem(last=False)

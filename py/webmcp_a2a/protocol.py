@@ -1,0 +1,357 @@
+"""The wire protocol: one set of types for the router, the page and every client.
+
+This module is imported unchanged by the router under CPython and by the page
+under Pyodide, so it depends on nothing but pydantic and the standard library.
+Everything that crosses a socket or the JavaScript/Python border is one of the
+models below, serialised with ``model_dump_json`` and read back with
+``model_validate_json`` (or :data:`CLIENT_FRAME` / :data:`ROUTER_FRAME`).
+
+Vocabulary:
+
+* An **envelope** is one message between agents. ``to_agent`` is an agent id,
+  ``"broadcast"``, or ``"topic:NAME"``.
+* A **frame** is one WebSocket text message. Clients send requests (each with
+  an ``id``), acknowledgements and a ``hello``; the router answers with
+  ``welcome``, ``result`` (``ref`` = the request's ``id``), ``error`` and
+  ``deliver``.
+* An **event** is an envelope published to a topic. The four event types of
+  the contract are topics with well-known names; ``peer_discovered`` is
+  published by the router itself.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from typing import Annotated, Any, Literal, Union
+
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
+
+PROTOCOL_VERSION = 1
+
+BROADCAST = "broadcast"
+TOPIC_PREFIX = "topic:"
+ROUTER_AGENT_ID = "router"
+RESERVED_AGENT_IDS = frozenset({BROADCAST, ROUTER_AGENT_ID})
+
+AgentId = Annotated[
+    str,
+    Field(
+        min_length=1,
+        max_length=128,
+        pattern=r"^[A-Za-z0-9_.@-]+$",
+        description="An agent id: 1-128 of A-Z a-z 0-9 _ . @ -",
+    ),
+]
+AgentType = Annotated[
+    str,
+    Field(
+        min_length=1,
+        max_length=64,
+        pattern=r"^[A-Za-z0-9_.-]+$",
+        description="monitor, executor, evolver, analyzer, or any other type name",
+    ),
+]
+TopicName = Annotated[str, Field(min_length=1, max_length=128, pattern=r"^[A-Za-z0-9_.:@-]+$")]
+Capability = Annotated[str, Field(min_length=1, max_length=64)]
+MessageId = Annotated[str, Field(min_length=1, max_length=64, pattern=r"^[A-Za-z0-9_.:-]+$")]
+
+MessageKind = Literal["task_request", "task_response", "notification", "data_share"]
+"""What a sender may say with ``a2a_send_message`` and ``a2a_broadcast``."""
+EnvelopeKind = Literal["task_request", "task_response", "notification", "data_share", "event"]
+"""Every kind of envelope: the message kinds plus ``event`` (published to a topic)."""
+EventType = Literal["region_change", "task_available", "peer_discovered", "knowledge_update"]
+TargetStatus = Literal["online", "offline", "busy"]
+
+PRIORITY_LOW, PRIORITY_NORMAL, PRIORITY_HIGH, PRIORITY_CRITICAL = 1, 5, 8, 10
+Priority = Annotated[int, Field(ge=1, le=10, description="1 low, 5 normal, 8 high, 10 critical")]
+
+
+def new_message_id() -> str:
+    return str(uuid.uuid4())
+
+
+class _Model(BaseModel):
+    # Unknown fields are errors: a typo in a tool argument or a frame must be
+    # reported, not silently ignored.
+    model_config = ConfigDict(extra="forbid")
+
+
+class Region(_Model):
+    """An axis-aligned rectangle in the shared 2-D space agents watch."""
+
+    x: float
+    y: float
+    width: float = Field(ge=0)
+    height: float = Field(ge=0)
+
+    def overlaps(self, other: Region) -> bool:
+        """True when the two rectangles share area or touch along an edge."""
+        return (
+            self.x <= other.x + other.width
+            and other.x <= self.x + self.width
+            and self.y <= other.y + other.height
+            and other.y <= self.y + self.height
+        )
+
+
+class Metadata(_Model):
+    region: Region | None = None
+    capabilities: list[Capability] = Field(default_factory=list, max_length=64)
+    correlation_id: str | None = Field(None, min_length=1, max_length=128)
+
+
+class Envelope(_Model):
+    """One message between agents, the same on every hop."""
+
+    message_id: MessageId = Field(default_factory=new_message_id)
+    timestamp: float = Field(default_factory=time.time, description="Seconds since the epoch")
+    from_agent: AgentId | None = Field(
+        None, description="Stamped by the router from the sender's connection; a client may omit it"
+    )
+    to_agent: Annotated[str, Field(min_length=1, max_length=134)]
+    message_type: EnvelopeKind
+    priority: Priority = PRIORITY_NORMAL
+    payload: dict[str, Any] = Field(default_factory=dict)
+    metadata: Metadata = Field(default_factory=Metadata)
+    expires_at: float | None = Field(None, description="Seconds since the epoch; undelivered after it")
+    signature: str | None = Field(None, max_length=128)
+
+    @property
+    def topic(self) -> str | None:
+        """The topic name when the envelope is addressed to ``topic:NAME``."""
+        if self.to_agent.startswith(TOPIC_PREFIX):
+            return self.to_agent[len(TOPIC_PREFIX) :]
+        return None
+
+    def expired(self, now: float | None = None) -> bool:
+        return self.expires_at is not None and (time.time() if now is None else now) >= self.expires_at
+
+
+class SubscriptionFilter(_Model):
+    """Narrows a subscription: every given field must match the event."""
+
+    region: Region | None = Field(None, description="Only events whose region overlaps this one")
+    agent_type: AgentType | None = Field(None, description="Only events about or from agents of this type")
+
+
+# --- errors ---------------------------------------------------------------
+
+ErrorCode = Literal[
+    "malformed_frame",  # not JSON, or not a JSON object
+    "invalid_frame",  # JSON, but not a valid frame; `field` names the path
+    "frame_too_large",
+    "binary_not_supported",
+    "not_registered",  # a request before a successful hello
+    "already_registered",
+    "agent_id_taken",
+    "spoofed_sender",
+    "duplicate_message_id",
+    "unknown_subscription",
+    "expired",
+    "invalid_arguments",  # a tool call whose arguments do not validate
+    "not_connected",
+    "internal",
+]
+
+
+class ErrorInfo(_Model):
+    code: ErrorCode
+    message: str
+    field: str | None = Field(None, description="Dotted path of the offending field, when there is one")
+
+
+# --- client -> router frames ------------------------------------------------
+
+
+class Hello(_Model):
+    """First frame on a connection: who this agent is. Answered by ``welcome``."""
+
+    type: Literal["hello"] = "hello"
+    protocol: int = PROTOCOL_VERSION
+    agent_id: AgentId
+    agent_type: AgentType
+    capabilities: list[Capability] = Field(default_factory=list, max_length=64)
+    region: Region | None = None
+
+
+class SendRequest(_Model):
+    """Deliver an envelope to one agent or to a topic's subscribers."""
+
+    type: Literal["send"] = "send"
+    id: int
+    envelope: Envelope
+
+
+class BroadcastRequest(_Model):
+    type: Literal["broadcast"] = "broadcast"
+    id: int
+    envelope: Envelope
+    agent_type: AgentType = "all"
+    exclude_self: bool = True
+
+
+class SubscribeRequest(_Model):
+    type: Literal["subscribe"] = "subscribe"
+    id: int
+    topic: TopicName
+    filter: SubscriptionFilter | None = None
+
+
+class UnsubscribeRequest(_Model):
+    type: Literal["unsubscribe"] = "unsubscribe"
+    id: int
+    subscription_id: str
+
+
+class Ack(_Model):
+    """The recipient's runtime has the message (``accepted``) or refuses it."""
+
+    type: Literal["ack"] = "ack"
+    message_id: MessageId
+    accepted: bool = True
+    reason: str | None = None
+
+
+ClientFrame = Annotated[
+    Union[Hello, SendRequest, BroadcastRequest, SubscribeRequest, UnsubscribeRequest, Ack],
+    Field(discriminator="type"),
+]
+CLIENT_FRAME: TypeAdapter[ClientFrame] = TypeAdapter(ClientFrame)
+
+
+# --- router -> client frames ------------------------------------------------
+
+
+class Welcome(_Model):
+    type: Literal["welcome"] = "welcome"
+    protocol: int = PROTOCOL_VERSION
+    agent_id: AgentId
+    max_frame_bytes: int
+
+
+class Deliver(_Model):
+    """An envelope for this agent; the runtime answers with an ``ack``."""
+
+    type: Literal["deliver"] = "deliver"
+    envelope: Envelope
+    subscription_id: str | None = None
+
+
+class Result(_Model):
+    """The answer to the request whose ``id`` is ``ref``."""
+
+    type: Literal["result"] = "result"
+    ref: int
+    data: dict[str, Any]
+
+
+class ErrorFrame(_Model):
+    """A request failed (``ref`` set) or a frame could not be read (``ref`` null)."""
+
+    type: Literal["error"] = "error"
+    ref: int | None = None
+    error: ErrorInfo
+
+
+RouterFrame = Annotated[Union[Welcome, Deliver, Result, ErrorFrame], Field(discriminator="type")]
+ROUTER_FRAME: TypeAdapter[RouterFrame] = TypeAdapter(RouterFrame)
+
+
+# --- results carried in `result.data`, also the tools' structured output ----
+
+
+class SendResult(_Model):
+    delivered: bool = Field(description="True only when the recipient's runtime acknowledged the message")
+    target_status: TargetStatus
+    message_id: MessageId
+    reason: str | None = Field(None, description="Why it was not delivered, when it was not")
+
+
+class FanoutResult(_Model):
+    """Outcome of a broadcast or a topic publication."""
+
+    recipients: list[AgentId]
+    delivered_count: int
+    message_id: MessageId
+
+
+class SubscribeResult(_Model):
+    subscription_id: str
+    status: Literal["active"] = "active"
+
+
+class UnsubscribeResult(_Model):
+    subscription_id: str
+    status: Literal["removed"] = "removed"
+
+
+class ReceivedMessage(Envelope):
+    """An envelope as it sits in an agent's inbox."""
+
+    subscription_id: str | None = None
+    received_at: float = Field(default_factory=time.time)
+
+
+def validation_error_info(exc: Exception, code: ErrorCode = "invalid_frame") -> ErrorInfo:
+    """Turn a pydantic ``ValidationError`` into an :class:`ErrorInfo` naming the first bad field."""
+    errors = exc.errors(include_url=False) if hasattr(exc, "errors") else []
+    if not errors:
+        return ErrorInfo(code=code, message=str(exc))
+    first = errors[0]
+    path = ".".join(str(part) for part in first["loc"])
+    more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
+    return ErrorInfo(code=code, message=f"{path or 'value'}: {first['msg']}{more}", field=path or None)
+
+
+# --- tool arguments and results (the WebMCP contract) ------------------------
+# The tools' input schemas are generated from these models; nothing is written twice.
+
+
+class SendMessageArgs(_Model):
+    """Arguments of ``a2a_send_message``."""
+
+    target_agent_id: AgentId = Field(description="Id of the agent that should receive the message")
+    message_type: MessageKind = Field(description="What kind of message this is")
+    payload: dict[str, Any] = Field(description="The message body: any JSON object")
+    correlation_id: str | None = Field(
+        None, min_length=1, max_length=128, description="Ties a task_response to its task_request"
+    )
+    priority: Priority = PRIORITY_NORMAL
+    ttl_seconds: float | None = Field(
+        None, gt=0, le=86400, description="Drop the message if it is not delivered within this many seconds"
+    )
+
+
+class BroadcastArgs(_Model):
+    """Arguments of ``a2a_broadcast``."""
+
+    agent_type: AgentType = Field(
+        "all", description="Deliver to agents of this type (monitor, executor, evolver, analyzer, ...) or 'all'"
+    )
+    message_type: MessageKind
+    payload: dict[str, Any] = Field(description="The message body: any JSON object")
+    exclude_self: bool = Field(True, description="Leave the sending agent out")
+    priority: Priority = PRIORITY_NORMAL
+
+
+class SubscribeArgs(_Model):
+    """Arguments of ``a2a_subscribe``."""
+
+    event_type: EventType = Field(description="Which events to receive in the inbox")
+    filter: SubscriptionFilter | None = Field(None, description="Only matching events; omit for all")
+
+
+class InboxArgs(_Model):
+    """Arguments of ``a2a_inbox``."""
+
+    wait_seconds: float = Field(
+        0, ge=0, le=60, description="When the inbox is empty, wait up to this long for something to arrive"
+    )
+    max_messages: int = Field(50, ge=1, le=1000, description="Return at most this many, oldest first")
+    correlation_id: str | None = Field(None, description="Only messages with this correlation_id")
+
+
+class InboxResult(_Model):
+    messages: list[ReceivedMessage]
+    remaining: int = Field(description="Messages still in the inbox after this call")

@@ -1,0 +1,108 @@
+"""The ASGI app: the test page, its assets, the page's Python package and the router's WebSocket."""
+
+from __future__ import annotations
+
+import asyncio
+import io
+import zipfile
+from pathlib import Path
+
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import FileResponse, JSONResponse, RedirectResponse, Response
+from starlette.routing import Mount, Route, WebSocketRoute
+from starlette.staticfiles import StaticFiles
+from starlette.websockets import WebSocket, WebSocketDisconnect
+
+from .connection import Connection
+from .routing import Router
+from .settings import RouterSettings
+
+PACKAGE_DIR = Path(__file__).resolve().parent.parent
+PROJECT_DIR = PACKAGE_DIR.parent.parent
+# The page gets the shared layers and its own; never the router.
+PAGE_SUBPACKAGES = ("client", "browser")
+
+
+def page_package_zip() -> bytes:
+    """The Python the page runs, zipped fresh on every request so an edit shows on reload."""
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
+        sources = [*PACKAGE_DIR.glob("*.py")]
+        for subpackage in PAGE_SUBPACKAGES:
+            sources += sorted((PACKAGE_DIR / subpackage).glob("*.py"))
+        for source in sources:
+            archive.write(source, source.relative_to(PACKAGE_DIR.parent).as_posix())
+    return buffer.getvalue()
+
+
+class NoCacheStaticFiles(StaticFiles):
+    """The project's own files: always revalidated, so a reload picks up an edit."""
+
+    def file_response(self, *args, **kwargs) -> Response:
+        response = super().file_response(*args, **kwargs)
+        response.headers["Cache-Control"] = "no-cache"
+        return response
+
+
+def create_app(settings: RouterSettings | None = None, *, static_dir: Path | None = None,
+               web_dir: Path | None = None) -> Starlette:
+    router = Router(settings)
+    web_dir = web_dir or PROJECT_DIR / "web"
+    static_dir = static_dir or PROJECT_DIR / "static"
+
+    async def a2a_socket(websocket: WebSocket) -> None:
+        await websocket.accept()
+        conn = Connection(websocket.send_text, _closer(websocket), router.settings.queue_limit)
+        writer = asyncio.create_task(_write_until_gone(conn))
+        try:
+            while True:
+                message = await websocket.receive()
+                if message["type"] == "websocket.disconnect":
+                    break
+                if message.get("text") is not None:
+                    router.receive(conn, message["text"])
+                else:
+                    router.reject_binary(conn)
+        except WebSocketDisconnect:
+            pass
+        finally:
+            router.connection_closed(conn)
+            writer.cancel()
+
+    async def python_package(request: Request) -> Response:
+        return Response(page_package_zip(), media_type="application/zip", headers={"Cache-Control": "no-cache"})
+
+    async def health(request: Request) -> Response:
+        return JSONResponse({"status": "ok", "agents": len(router.registry)})
+
+    async def index(request: Request) -> Response:
+        return FileResponse(web_dir / "index.html", headers={"Cache-Control": "no-cache"})
+
+    app = Starlette(
+        routes=[
+            Route("/", index),
+            Route("/index.html", lambda request: RedirectResponse("/")),
+            Route("/healthz", health),
+            Route("/py/webmcp_a2a.zip", python_package),
+            WebSocketRoute("/a2a", a2a_socket),
+            Mount("/web", NoCacheStaticFiles(directory=web_dir), name="web"),
+            # Pinned, hash-named-by-version assets: the browser may cache them.
+            Mount("/static", StaticFiles(directory=static_dir, check_dir=False), name="static"),
+        ]
+    )
+    app.state.router = router
+    return app
+
+
+async def _write_until_gone(conn: Connection) -> None:
+    try:
+        await conn.run_writer()
+    except (WebSocketDisconnect, RuntimeError, OSError):
+        pass  # the peer went away; the reader loop sees it and cleans up
+
+
+def _closer(websocket: WebSocket):
+    async def close(code: int, reason: str) -> None:
+        await websocket.close(code, reason)
+    return close

@@ -1,0 +1,60 @@
+"""Who wants which topic, and with which filter."""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass
+from typing import Iterator
+
+from ..protocol import Region, SubscriptionFilter
+
+
+@dataclass(frozen=True)
+class Subscription:
+    subscription_id: str
+    agent_id: str
+    topic: str
+    filter: SubscriptionFilter | None
+
+    def matches(self, subject_type: str | None, region: Region | None) -> bool:
+        """Does an event about an agent of ``subject_type`` in ``region`` pass the filter?"""
+        if self.filter is None:
+            return True
+        if self.filter.agent_type is not None and self.filter.agent_type != subject_type:
+            return False
+        if self.filter.region is not None and (region is None or not self.filter.region.overlaps(region)):
+            return False
+        return True
+
+
+class SubscriptionTable:
+    def __init__(self) -> None:
+        self._by_topic: dict[str, dict[str, Subscription]] = {}
+        self._by_id: dict[str, Subscription] = {}
+
+    def add(self, agent_id: str, topic: str, filter: SubscriptionFilter | None) -> Subscription:
+        subscription = Subscription(f"sub-{uuid.uuid4().hex[:16]}", agent_id, topic, filter)
+        self._by_topic.setdefault(topic, {})[subscription.subscription_id] = subscription
+        self._by_id[subscription.subscription_id] = subscription
+        return subscription
+
+    def remove(self, agent_id: str, subscription_id: str) -> bool:
+        """Remove one of ``agent_id``'s subscriptions; False when it has none by that id."""
+        subscription = self._by_id.get(subscription_id)
+        if subscription is None or subscription.agent_id != agent_id:
+            return False
+        del self._by_id[subscription_id]
+        topic = self._by_topic[subscription.topic]
+        del topic[subscription_id]
+        if not topic:
+            del self._by_topic[subscription.topic]
+        return True
+
+    def remove_agent(self, agent_id: str) -> None:
+        for subscription in [s for s in self._by_id.values() if s.agent_id == agent_id]:
+            self.remove(agent_id, subscription.subscription_id)
+
+    def matching(self, topic: str, subject_type: str | None, region: Region | None) -> Iterator[Subscription]:
+        for subscription in list(self._by_topic.get(topic, {}).values()):
+            if subscription.matches(subject_type, region):
+                yield subscription

@@ -1,0 +1,76 @@
+"""Shared fixtures: real routers on real loopback sockets."""
+
+from __future__ import annotations
+
+import socket
+import threading
+import time
+from contextlib import contextmanager
+from pathlib import Path
+
+import pytest
+import uvicorn
+
+from webmcp_a2a.router import RouterSettings, create_app
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+class RunningRouter:
+    """A router served by uvicorn on a loopback port, in a thread of its own."""
+
+    def __init__(self, settings: RouterSettings) -> None:
+        self.settings = settings
+        self.port = free_port()
+        self.app = create_app(settings)
+        config = uvicorn.Config(self.app, host="127.0.0.1", port=self.port, ws="websockets-sansio",
+                                ws_max_size=settings.transport_max_bytes, log_level="warning")
+        self.server = uvicorn.Server(config)
+        self.thread = threading.Thread(target=self.server.run, daemon=True)
+
+    @property
+    def ws_url(self) -> str:
+        return f"ws://127.0.0.1:{self.port}/a2a"
+
+    @property
+    def http_url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    @property
+    def router(self):
+        return self.app.state.router
+
+    def start(self) -> RunningRouter:
+        self.thread.start()
+        deadline = time.monotonic() + 10
+        while not self.server.started:
+            if time.monotonic() > deadline or not self.thread.is_alive():
+                raise RuntimeError("router did not start")
+            time.sleep(0.01)
+        return self
+
+    def stop(self) -> None:
+        self.server.should_exit = True
+        self.thread.join(10)
+
+
+@contextmanager
+def running_router(**settings):
+    server = RunningRouter(RouterSettings(**settings)).start()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture(scope="session")
+def router_server():
+    """One router for every test that does not need special limits."""
+    with running_router(ack_timeout=5.0) as server:
+        yield server

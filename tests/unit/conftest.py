@@ -1,0 +1,47 @@
+from __future__ import annotations
+
+import itertools
+
+import pytest
+import websockets
+
+from webmcp_a2a.client.cpython import connect
+from webmcp_a2a.protocol import Hello
+
+_ids = itertools.count()
+
+
+def unique(prefix: str) -> str:
+    """Agent ids unique across the session, since the tests share one router."""
+    return f"{prefix}-{next(_ids)}"
+
+
+@pytest.fixture
+async def agents(router_server):
+    """Factory: ``await agents("executor")`` gives a connected, welcomed Agent; all closed after the test."""
+    opened = []
+
+    async def make(agent_type: str = "executor", url: str | None = None, **hello_fields):
+        hello_fields.setdefault("agent_id", unique(agent_type))
+        agent = await connect(url or router_server.ws_url, Hello(agent_type=agent_type, **hello_fields))
+        opened.append(agent)
+        return agent
+
+    yield make
+    for agent in opened:
+        agent.close()
+
+
+@pytest.fixture
+async def raw(router_server):
+    """Factory for bare WebSocket connections, to send frames no well-behaved client would."""
+    opened = []
+
+    async def make(url: str | None = None):
+        websocket = await websockets.connect(url or router_server.ws_url)
+        opened.append(websocket)
+        return websocket
+
+    yield make
+    for websocket in opened:
+        await websocket.close()
