@@ -28,7 +28,8 @@ export async function installModelContext({ polyfillURL = POLYFILL_URL } = {}) {
   // page loaded itself is not taken for the native API (they disagree on executeTool's input type).
   const native = !context.__isWebMCPPolyfill;
   // Installing twice must not drop the tools the first facade knows how to unregister.
-  if (!(navigator.modelContext instanceof ModelContextFacade)) {
+  // Read the descriptor, not the property: the polyfill's alias getter logs a deprecation warning.
+  if (!(Object.getOwnPropertyDescriptor(navigator, "modelContext")?.value instanceof ModelContextFacade)) {
     Object.defineProperty(navigator, "modelContext", {
       configurable: true,
       enumerable: true,

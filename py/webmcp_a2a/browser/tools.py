@@ -1,0 +1,150 @@
+"""The WebMCP tools: name, description, argument model and what each does with the agent.
+
+Pure Python (no ``js``), so the same definitions are registered by the page and
+exercised by CPython tests. A call takes the arguments as a JSON string and gives
+back an MCP-style result as a JSON string - the cheapest way across the
+JavaScript/Python border, and nothing to leak.
+
+Results never raise: a failure is ``{"isError": true, ...}`` whose text names the
+problem (a bad argument by its path), because a browser turns a thrown error into
+an anonymous "the invocation failed".
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Awaitable, Callable
+
+from pydantic import BaseModel, ValidationError
+
+from ..client.agent import Agent, RouterError
+from ..protocol import (
+    BroadcastArgs,
+    ErrorInfo,
+    FanoutResult,
+    InboxArgs,
+    InboxResult,
+    SendMessageArgs,
+    SendResult,
+    SubscribeArgs,
+    SubscribeResult,
+    validation_error_info,
+)
+
+
+@dataclass(frozen=True)
+class Tool:
+    name: str
+    title: str
+    description: str
+    arguments: type[BaseModel]
+    run: Callable[[Agent, BaseModel], Awaitable[BaseModel]]
+    summarize: Callable[[BaseModel], str]
+    read_only: bool = False
+
+    def input_schema(self) -> dict:
+        schema = self.arguments.model_json_schema()
+        schema.pop("title", None)
+        return schema
+
+    def annotations(self) -> dict:
+        return {"readOnlyHint": self.read_only}
+
+    async def call(self, agent: Agent, arguments_json: str) -> str:
+        """Validate, run, and answer with an MCP result (as JSON), whatever happens."""
+        try:
+            arguments = self.arguments.model_validate_json(arguments_json or "{}")
+        except ValidationError as exc:
+            return _error_result(validation_error_info(exc, "invalid_arguments"))
+        try:
+            outcome = await self.run(agent, arguments)
+        except RouterError as exc:
+            return _error_result(exc.info)
+        except TimeoutError:
+            return _error_result(ErrorInfo(code="not_connected", message="the router did not answer in time"))
+        structured = outcome.model_dump(mode="json")
+        return json.dumps({
+            "content": [{"type": "text", "text": f"{self.summarize(outcome)}\n{json.dumps(structured)}"}],
+            "structuredContent": structured,
+        })
+
+
+def _error_result(info: ErrorInfo) -> str:
+    where = f" (field: {info.field})" if info.field else ""
+    return json.dumps({
+        "isError": True,
+        "content": [{"type": "text", "text": f"{info.code}: {info.message}{where}"}],
+        "structuredContent": {"error": info.model_dump(mode="json")},
+    })
+
+
+def _summarize_send(result: SendResult) -> str:
+    if result.delivered:
+        return f"Delivered (recipient is {result.target_status}); message_id {result.message_id}."
+    return f"Not delivered: recipient is {result.target_status} ({result.reason}); message_id {result.message_id}."
+
+
+def _summarize_fanout(result: FanoutResult) -> str:
+    return (f"Delivered to {result.delivered_count} of {len(result.recipients)} recipient(s): "
+            f"{', '.join(result.recipients) or 'none'}.")
+
+
+def _summarize_inbox(result: InboxResult) -> str:
+    return f"{len(result.messages)} message(s) taken from the inbox; {result.remaining} left."
+
+
+async def _subscribe(agent: Agent, args: SubscribeArgs) -> SubscribeResult:
+    return await agent.subscribe(args.event_type, args.filter)
+
+
+TOOLS: tuple[Tool, ...] = (
+    Tool(
+        name="a2a_send_message",
+        title="Send a message to an agent",
+        description=(
+            "Send a message to one agent in the A2A mesh by its id. Returns delivered=true only when the "
+            "recipient's runtime acknowledged it; target_status says whether it is online, offline or busy. "
+            "Use message_type task_request to ask for work and task_response (same correlation_id) to answer."
+        ),
+        arguments=SendMessageArgs,
+        run=Agent.send_message,
+        summarize=_summarize_send,
+    ),
+    Tool(
+        name="a2a_broadcast",
+        title="Broadcast to agents of a type",
+        description=(
+            "Send one message to every online agent of a type (monitor, executor, evolver, analyzer, ...) or "
+            "to all agents. Leaves the sender out unless exclude_self is false. Returns the recipients and "
+            "how many acknowledged."
+        ),
+        arguments=BroadcastArgs,
+        run=Agent.broadcast,
+        summarize=_summarize_fanout,
+    ),
+    Tool(
+        name="a2a_subscribe",
+        title="Subscribe to events",
+        description=(
+            "Receive events of a type in this agent's inbox (read them with a2a_inbox): region_change, "
+            "task_available, peer_discovered (an agent joined) or knowledge_update. The optional filter keeps "
+            "only events whose region overlaps filter.region and/or that concern agents of filter.agent_type."
+        ),
+        arguments=SubscribeArgs,
+        run=_subscribe,
+        summarize=lambda result: f"Subscription {result.subscription_id} is {result.status}.",
+    ),
+    Tool(
+        name="a2a_inbox",
+        title="Read received messages",
+        description=(
+            "Take the messages and subscribed events this agent has received, oldest first. With "
+            "wait_seconds, waits for something to arrive when the inbox is empty. Filter by correlation_id "
+            "to collect the answer to a task_request."
+        ),
+        arguments=InboxArgs,
+        run=Agent.inbox,
+        summarize=_summarize_inbox,
+    ),
+)

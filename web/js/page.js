@@ -1,0 +1,116 @@
+/**
+ * The test page: boots the agent, then shows who it is, its connection, its tools and a live log.
+ * Tool calls from the form go through `navigator.modelContext.callTool`, the path an AI agent uses.
+ *
+ * For tests and page scripts: `window.a2a.ready` resolves once the tools are registered and the
+ * router has welcomed the agent; `window.a2a.agent` is the Python PageAgent.
+ */
+
+import { boot, pageConfig } from "./boot.js";
+
+const $ = (id) => document.getElementById(id);
+const config = pageConfig();
+
+const EXAMPLES = {
+  a2a_send_message: { target_agent_id: "bob", message_type: "notification", payload: { text: `hello from ${config.agent_id}` } },
+  a2a_broadcast: { agent_type: "all", message_type: "notification", payload: { text: "hello, everyone" } },
+  a2a_subscribe: { event_type: "peer_discovered" },
+  a2a_inbox: { wait_seconds: 0 },
+};
+
+$("agent-id").textContent = config.agent_id;
+$("agent-type").textContent = config.agent_type;
+$("router-url").textContent = config.router_url;
+
+function log(kind, summary, detail) {
+  const item = document.createElement("li");
+  item.className = `log-${kind}`;
+  const time = new Date().toLocaleTimeString([], { hour12: false });
+  item.innerHTML = `<time></time> <b></b> <span></span>`;
+  item.querySelector("time").textContent = time;
+  item.querySelector("b").textContent = kind;
+  item.querySelector("span").textContent = summary;
+  if (detail !== undefined) {
+    const pre = document.createElement("pre");
+    pre.textContent = JSON.stringify(detail, null, 2);
+    item.append(pre);
+  }
+  $("log").prepend(item);
+}
+
+window.addEventListener("a2a:state", ({ detail }) => {
+  $("state").textContent = detail.state;
+  $("state").dataset.state = detail.state;
+  $("state-detail").textContent = detail.reason ? `${detail.reason}${detail.retry_in ? `, retry in ${detail.retry_in}s` : ""}` : `via ${detail.transport}`;
+  log("state", `${detail.state}${detail.reason ? ` (${detail.reason})` : ""}`);
+});
+
+window.addEventListener("a2a:message", ({ detail }) => {
+  const what = detail.subscription_id ? `event on ${detail.to_agent}` : detail.message_type;
+  log("received", `${what} from ${detail.from_agent}`, detail);
+});
+
+window.addEventListener("a2a:tool", ({ detail }) => {
+  const text = detail.result?.content?.[0]?.text?.split("\n")[0] ?? "";
+  log(detail.result?.isError ? "error" : "sent", `${detail.name}: ${text}`, { arguments: detail.arguments, result: detail.result?.structuredContent });
+});
+
+function showTools(tools) {
+  $("tool-list").replaceChildren(...tools.map(({ name, title }) => {
+    const item = document.createElement("li");
+    item.innerHTML = "<code></code> <span></span>";
+    item.querySelector("code").textContent = name;
+    item.querySelector("span").textContent = title ?? "";
+    return item;
+  }));
+  $("tool-name").replaceChildren(...tools.map(({ name }) => new Option(name, name)));
+  const describe = () => {
+    const tool = tools.find(({ name }) => name === $("tool-name").value);
+    $("tool-description").textContent = tool?.description ?? "";
+    $("tool-args").value = JSON.stringify(EXAMPLES[tool?.name] ?? {}, null, 2);
+  };
+  $("tool-name").onchange = describe;
+  describe();
+}
+
+$("tool-form").addEventListener("submit", async (event) => {
+  event.preventDefault();
+  let args;
+  try {
+    args = JSON.parse($("tool-args").value || "{}");
+  } catch (error) {
+    $("tool-result").textContent = `The arguments are not JSON: ${error.message}`;
+    return;
+  }
+  $("tool-result").textContent = "…";
+  try {
+    const result = await navigator.modelContext.callTool($("tool-name").value, args);
+    $("tool-result").textContent = JSON.stringify(result, null, 2);
+    $("tool-result").classList.toggle("is-error", Boolean(result?.isError));
+  } catch (error) {
+    $("tool-result").textContent = String(error);
+    $("tool-result").classList.add("is-error");
+  }
+});
+
+async function start() {
+  const booted = await boot(config);
+  $("webmcp-kind").textContent = booted.native ? "native document.modelContext" : "polyfill (@mcp-b/webmcp-polyfill)";
+  showTools(await navigator.modelContext.listTools());
+  await booted.agent.connected.wait();
+  const [boot_, ready] = [performance.getEntriesByName("a2a:boot")[0], performance.now()];
+  performance.mark("a2a:ready");
+  $("startup").textContent = `ready ${Math.round(ready)} ms after navigation (boot script started at ${Math.round(boot_.startTime)} ms)`;
+  document.documentElement.dataset.a2a = "ready";
+  return booted;
+}
+
+const ready = start();
+window.a2a = { config, ready: ready.then(() => true) };
+ready.then(({ agent, pyodide, native }) => Object.assign(window.a2a, { agent, pyodide, native }));
+ready.catch((error) => {
+  $("state").textContent = "failed";
+  $("state").dataset.state = "failed";
+  log("error", `start-up failed: ${error.message}`);
+  console.error(error);
+});
