@@ -1,0 +1,143 @@
+"""Browser fixtures: one real server process, one Chromium per WebMCP mode, shared pages.
+
+Every test runs twice: ``native`` (Chromium's own ``document.modelContext``, tools
+called through Playwright's ``page.webmcp``) and ``polyfill`` (no WebMCP flag: the
+page's polyfill, tools called through ``navigator.modelContext`` from page script).
+Starting Pyodide costs seconds, so the agents' pages are shared by a mode's tests;
+tests keep out of each other's way with unique payloads and correlation ids.
+"""
+
+from __future__ import annotations
+
+import itertools
+import subprocess
+import sys
+import time
+import urllib.request
+from dataclasses import dataclass, field
+from urllib.parse import urlparse
+
+import pytest
+from playwright.sync_api import Browser, BrowserContext, Page, Playwright
+
+from tests.conftest import ROOT, free_port
+
+CHROMIUM = "/usr/bin/chromium"
+QUIET_NETWORK = [
+    "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+    "--disable-background-networking", "--disable-component-update", "--disable-sync",
+]
+LOCAL_HOSTS = {"127.0.0.1", "localhost"}
+READY_TIMEOUT_MS = 60_000
+
+_page_ids = itertools.count()
+
+
+@pytest.fixture(scope="session")
+def server_url():
+    """``serve.py`` itself, as a user runs it, on a free port."""
+    port = free_port()
+    process = subprocess.Popen(
+        [sys.executable, str(ROOT / "serve.py"), "--port", str(port), "--ack-timeout", "5", "--log-level", "warning"],
+        cwd=ROOT,
+    )
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 20
+    while True:
+        try:
+            urllib.request.urlopen(f"{url}/healthz", timeout=1).read()
+            break
+        except OSError:
+            if time.monotonic() > deadline or process.poll() is not None:
+                process.kill()
+                raise RuntimeError("serve.py did not come up")
+            time.sleep(0.1)
+    yield url
+    process.terminate()
+    process.wait(10)
+
+
+@dataclass
+class Mesh:
+    """A mode's browser context, its pages, and every off-machine request it tried."""
+
+    mode: str
+    base_url: str
+    context: BrowserContext
+    foreign_requests: list[str] = field(default_factory=list)
+    pages: dict[str, Page] = field(default_factory=dict)
+
+    @property
+    def native(self) -> bool:
+        return self.mode == "native"
+
+    def open_agent(self, name: str, agent_type: str, **params: str) -> Page:
+        """Open the test page as agent ``name-MODE-N`` and wait until it is ready."""
+        agent_id = f"{name}-{self.mode}-{next(_page_ids)}"
+        query = "&".join(f"{key}={value}" for key, value in {"agent_id": agent_id, "agent_type": agent_type,
+                                                               **params}.items())
+        page = self.context.new_page()
+        page.agent_id = agent_id
+        page.goto(f"{self.base_url}/?{query}")
+        page.wait_for_function("document.documentElement.dataset.a2a === 'ready'", timeout=READY_TIMEOUT_MS)
+        self.pages[agent_id] = page
+        return page
+
+    def call(self, page: Page, tool: str, arguments: dict) -> dict:
+        """Call a WebMCP tool as an AI agent would in this mode."""
+        if self.native:
+            return page.webmcp.call_tool(tool, arguments)
+        return page.evaluate("([tool, args]) => navigator.modelContext.callTool(tool, args)", [tool, arguments])
+
+
+@pytest.fixture(scope="session", params=["native", "polyfill"])
+def mode(request) -> str:
+    return request.param
+
+
+@pytest.fixture(scope="session")
+def chromium(playwright: Playwright, mode: str) -> Browser:
+    args = QUIET_NETWORK + (["--enable-features=WebMCP"] if mode == "native" else [])
+    browser = playwright.chromium.launch(executable_path=CHROMIUM, args=args)
+    yield browser
+    browser.close()
+
+
+@pytest.fixture(scope="session")
+def mesh(chromium: Browser, mode: str, server_url: str) -> Mesh:
+    context = chromium.new_context()
+    mesh = Mesh(mode, server_url, context)
+
+    def only_local(route):
+        if urlparse(route.request.url).hostname in LOCAL_HOSTS:
+            route.continue_()
+        else:
+            mesh.foreign_requests.append(route.request.url)
+            route.abort()
+
+    context.route("**/*", only_local)
+    yield mesh
+    context.close()
+
+
+@pytest.fixture(autouse=True)
+def nothing_left_the_machine(request):
+    """Every browser test: no request went to a host other than 127.0.0.1 / localhost."""
+    yield
+    if "mesh" in request.fixturenames:
+        assert request.getfixturevalue("mesh").foreign_requests == []
+
+
+@pytest.fixture(scope="session")
+def alice(mesh: Mesh) -> Page:
+    return mesh.open_agent("alice", "executor")
+
+
+@pytest.fixture(scope="session")
+def bob(mesh: Mesh) -> Page:
+    return mesh.open_agent("bob", "monitor")
+
+
+@pytest.fixture(scope="session")
+def carol(mesh: Mesh) -> Page:
+    return mesh.open_agent("carol", "analyzer")
