@@ -146,7 +146,7 @@ def test_tool_form_calls_the_tool_and_logs_it(mesh, alice, bob):
     alice.click("#call-tool")
     alice.wait_for_function("document.querySelector('#tool-result').textContent.includes('delivered')")
     assert '"delivered": true' in alice.text_content("#tool-result")
-    assert "a2a_send_message: Delivered" in alice.text_content("#log")
+    assert "tool a2a_send_message: Delivered" in alice.text_content("#log")
 
 
 def test_page_loaded_everything_from_its_own_server(alice):

@@ -52,7 +52,7 @@ window.addEventListener("a2a:message", ({ detail }) => {
 
 window.addEventListener("a2a:tool", ({ detail }) => {
   const text = detail.result?.content?.[0]?.text?.split("\n")[0] ?? "";
-  log(detail.result?.isError ? "error" : "sent", `${detail.name}: ${text}`, { arguments: detail.arguments, result: detail.result?.structuredContent });
+  log(detail.result?.isError ? "error" : "tool", `${detail.name}: ${text}`, { arguments: detail.arguments, result: detail.result?.structuredContent });
 });
 
 function showTools(tools) {

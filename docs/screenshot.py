@@ -1,0 +1,34 @@
+"""Remake docs/screenshot.png: alice sends bob a task through the form, bob reads his inbox.
+
+    .venv/bin/python docs/screenshot.py   (with `make run` serving on 127.0.0.1:8765)
+"""
+
+import sys
+from pathlib import Path
+
+from playwright.sync_api import sync_playwright
+
+BASE = sys.argv[1] if len(sys.argv) > 1 else "http://127.0.0.1:8765"
+ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
+        "--disable-component-update", "--disable-sync", "--enable-features=WebMCP"]
+
+
+def call_from_form(page, tool: str, arguments: str) -> None:
+    page.select_option("#tool-name", tool)
+    page.fill("#tool-args", arguments)
+    page.click("#call-tool")
+    page.wait_for_function("!document.querySelector('#tool-result').textContent.startsWith('…')")
+
+
+with sync_playwright() as playwright:
+    browser = playwright.chromium.launch(executable_path="/usr/bin/chromium", args=ARGS)
+    alice = browser.new_page(viewport={"width": 1200, "height": 900})
+    bob = browser.new_page(viewport={"width": 1200, "height": 900})
+    for page, query in ((bob, "agent_id=bob&agent_type=monitor"), (alice, "agent_id=alice&agent_type=executor")):
+        page.goto(f"{BASE}/?{query}")
+        page.wait_for_function("document.documentElement.dataset.a2a === 'ready'", timeout=60_000)
+    call_from_form(alice, "a2a_send_message", '{"target_agent_id": "bob", "message_type": "task_request", '
+                                              '"payload": {"task": "scan sector 7"}, "correlation_id": "job-1"}')
+    call_from_form(bob, "a2a_inbox", '{"wait_seconds": 2}')
+    bob.screenshot(path=str(Path(__file__).with_name("screenshot.png")), full_page=True)
+    browser.close()
