@@ -31,6 +31,11 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                         help="frames queued per connection before deliveries are refused (default: %(default)s)")
     parser.add_argument("--ack-timeout", type=float, default=defaults.ack_timeout,
                         help="seconds to wait for a recipient's acknowledgement (default: %(default)s)")
+    parser.add_argument("--store", default="a2a-store.sqlite3",
+                        help="SQLite file keeping messages for absent agents, known agents and subscriptions "
+                             "across restarts; ':memory:' keeps nothing (default: %(default)s)")
+    parser.add_argument("--store-limit", type=int, default=defaults.store_limit_per_agent,
+                        help="messages kept for one absent agent at most (default: %(default)s)")
     parser.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
     return parser.parse_args(argv)
 
@@ -38,7 +43,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 def main(argv: list[str] | None = None) -> None:
     args = parse_args(argv)
     settings = RouterSettings(max_frame_bytes=args.max_frame_bytes, queue_limit=args.queue_limit,
-                              ack_timeout=args.ack_timeout)
+                              ack_timeout=args.ack_timeout, store_path=args.store,
+                              store_limit_per_agent=args.store_limit)
     logging.basicConfig(level=args.log_level.upper(), format="%(levelname)s %(name)s: %(message)s")
     config = uvicorn.Config(
         create_app(settings),

@@ -250,7 +250,10 @@ class Server:
         self.port = port or free_port()
         self.argv = [arg.replace("{port}", str(self.port)) for arg in argv]
         self.process: subprocess.Popen | None = None
-        self.log = tempfile.NamedTemporaryFile(prefix=f"bench-{name}-", suffix=".log", delete=False)
+        # A scratch working directory: whatever the server writes relative to it (serve.py's
+        # default SQLite store, a2a-store.sqlite3) is fresh for every start and never lands in the repo.
+        self.workdir = tempfile.TemporaryDirectory(prefix=f"bench-{name}-")
+        self.log = open(Path(self.workdir.name) / "server.log", "w+b")
 
     @property
     def pid(self) -> int:
@@ -265,7 +268,7 @@ class Server:
         return f"ws://127.0.0.1:{self.port}"
 
     def start(self, timeout: float = 20.0) -> Server:
-        self.process = subprocess.Popen(self.argv, stdout=self.log, stderr=subprocess.STDOUT, cwd=ROOT)
+        self.process = subprocess.Popen(self.argv, stdout=self.log, stderr=subprocess.STDOUT, cwd=self.workdir.name)
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.process.poll() is not None:
@@ -275,8 +278,9 @@ class Server:
                     return self
             except OSError:
                 time.sleep(0.05)
+        tail = self.tail()
         self.stop()
-        raise RuntimeError(f"{self.name} did not listen on {self.port} within {timeout}s: {self.tail()}")
+        raise RuntimeError(f"{self.name} did not listen on {self.port} within {timeout}s: {tail}")
 
     def stop(self) -> None:
         if self.process is not None and self.process.poll() is None:
@@ -286,11 +290,13 @@ class Server:
             except subprocess.TimeoutExpired:
                 self.process.kill()
                 self.process.wait()
-        self.log.close()
+        if not self.log.closed:
+            self.log.close()
+        self.workdir.cleanup()
 
     def tail(self, chars: int = 2000) -> str:
         self.log.flush()
-        return Path(self.log.name).read_text(errors="replace")[-chars:]
+        return Path(self.log.name).read_text(errors="replace")[-chars:] if not self.log.closed else ""
 
     def __enter__(self) -> Server:
         return self.start()

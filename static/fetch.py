@@ -542,9 +542,12 @@ def check_resolves(wheels: dict[str, Path], tmp: Path) -> None:
 
 def cmd_record() -> int:
     t0 = time.monotonic()
-    old = json.loads(LOCK_PATH.read_text()) if LOCK_PATH.is_file() else {}
-    old_hashes: dict[str, str] = {}
-    for spec, entry in old.get("npm", {}).items():
+    try:
+        old = json.loads(LOCK_PATH.read_text())
+    except (OSError, ValueError):
+        old = {}
+    old_hashes: dict[str, str] = {}   # artifact file name -> previously recorded sha256
+    for entry in old.get("npm", {}).values():
         old_hashes[entry.get("tarball", "")] = entry.get("sha256", "")
     for entry in old.get("wheels", {}).values():
         old_hashes[Path(entry.get("path", "")).name] = entry.get("sha256", "")

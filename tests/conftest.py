@@ -25,9 +25,9 @@ def free_port() -> int:
 class RunningRouter:
     """A router served by uvicorn on a loopback port, in a thread of its own."""
 
-    def __init__(self, settings: RouterSettings) -> None:
+    def __init__(self, settings: RouterSettings, port: int | None = None) -> None:
         self.settings = settings
-        self.port = free_port()
+        self.port = port or free_port()
         self.app = create_app(settings)
         config = uvicorn.Config(self.app, host="127.0.0.1", port=self.port, ws="websockets-sansio",
                                 ws_max_size=settings.transport_max_bytes, log_level="warning")
@@ -61,8 +61,8 @@ class RunningRouter:
 
 
 @contextmanager
-def running_router(**settings):
-    server = RunningRouter(RouterSettings(**settings)).start()
+def running_router(port: int | None = None, **settings):
+    server = RunningRouter(RouterSettings(**settings), port).start()
     try:
         yield server
     finally:
@@ -74,3 +74,16 @@ def router_server():
     """One router for every test that does not need special limits."""
     with running_router(ack_timeout=5.0) as server:
         yield server
+
+
+
+async def eventually(predicate, timeout: float = 10.0, interval: float = 0.02):
+    """Poll ``predicate`` until it is truthy; return its value, or fail after ``timeout`` seconds."""
+    import asyncio
+
+    deadline = time.monotonic() + timeout
+    while not (value := predicate()):
+        if time.monotonic() > deadline:
+            raise AssertionError(f"condition not met within {timeout}s")
+        await asyncio.sleep(interval)
+    return value

@@ -25,7 +25,7 @@ import time
 import uuid
 from typing import Annotated, Any, Literal, Union
 
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, model_validator
 
 PROTOCOL_VERSION = 1
 
@@ -60,8 +60,10 @@ MessageKind = Literal["task_request", "task_response", "notification", "data_sha
 """What a sender may say with ``a2a_send_message`` and ``a2a_broadcast``."""
 EnvelopeKind = Literal["task_request", "task_response", "notification", "data_share", "event"]
 """Every kind of envelope: the message kinds plus ``event`` (published to a topic)."""
-EventType = Literal["region_change", "task_available", "peer_discovered", "knowledge_update"]
+EventType = Literal["region_change", "task_available", "peer_discovered", "peer_offline", "knowledge_update"]
+"""Built-in topics: ``peer_discovered`` and ``peer_offline`` are published by the router, the others by agents."""
 TargetStatus = Literal["online", "offline", "busy"]
+AgentStatus = Literal["online", "busy", "offline"]
 
 PRIORITY_LOW, PRIORITY_NORMAL, PRIORITY_HIGH, PRIORITY_CRITICAL = 1, 5, 8, 10
 Priority = Annotated[int, Field(ge=1, le=10, description="1 low, 5 normal, 8 high, 10 critical")]
@@ -149,6 +151,9 @@ ErrorCode = Literal[
     "duplicate_message_id",
     "unknown_subscription",
     "expired",
+    "not_lock_holder",
+    "barrier_mismatch",
+    "barrier_timeout",
     "invalid_arguments",  # a tool call whose arguments do not validate
     "not_connected",
     "internal",
@@ -204,6 +209,41 @@ class UnsubscribeRequest(_Model):
     subscription_id: str
 
 
+class HeartbeatRequest(_Model):
+    """Proof of life, and the agent's own word on whether it is busy."""
+
+    type: Literal["heartbeat"] = "heartbeat"
+    id: int
+    status: Literal["online", "busy"] = "online"
+
+
+class DiscoverRequest(_Model):
+    type: Literal["discover"] = "discover"
+    id: int
+    agent_type: AgentType | None = None
+    capability: Capability | None = None
+    region_overlaps: Region | None = None
+    include_offline: bool = False
+
+
+class LockRequest(_Model):
+    type: Literal["lock"] = "lock"
+    id: int
+    name: TopicName
+    action: Literal["acquire", "release"]
+    wait_seconds: float = Field(10, ge=0, le=300)
+    lease_seconds: float = Field(30, gt=0, le=3600)
+
+
+class BarrierRequest(_Model):
+    type: Literal["barrier"] = "barrier"
+    id: int
+    name: TopicName
+    expected_agents: list[AgentId] | None = Field(None, min_length=1, max_length=1000)
+    count: int | None = Field(None, ge=1, le=1000)
+    timeout_seconds: float = Field(30, gt=0, le=600)
+
+
 class Ack(_Model):
     """The recipient's runtime has the message (``accepted``) or refuses it."""
 
@@ -214,7 +254,8 @@ class Ack(_Model):
 
 
 ClientFrame = Annotated[
-    Union[Hello, SendRequest, BroadcastRequest, SubscribeRequest, UnsubscribeRequest, Ack],
+    Union[Hello, SendRequest, BroadcastRequest, SubscribeRequest, UnsubscribeRequest, HeartbeatRequest,
+          DiscoverRequest, LockRequest, BarrierRequest, Ack],
     Field(discriminator="type"),
 ]
 CLIENT_FRAME: TypeAdapter[ClientFrame] = TypeAdapter(ClientFrame)
@@ -266,6 +307,9 @@ class SendResult(_Model):
     target_status: TargetStatus
     message_id: MessageId
     reason: str | None = Field(None, description="Why it was not delivered, when it was not")
+    stored: bool = Field(
+        False, description="Not delivered yet, but kept by the router and delivered when the agent is back"
+    )
 
 
 class FanoutResult(_Model):
@@ -284,6 +328,38 @@ class SubscribeResult(_Model):
 class UnsubscribeResult(_Model):
     subscription_id: str
     status: Literal["removed"] = "removed"
+
+
+class AgentInfo(_Model):
+    agent_id: AgentId
+    agent_type: AgentType
+    capabilities: list[Capability]
+    region: Region | None
+    status: AgentStatus
+    last_seen: float = Field(description="Seconds since the epoch of the agent's last frame")
+
+
+class DiscoverResult(_Model):
+    agents: list[AgentInfo]
+
+
+class HeartbeatResult(_Model):
+    status: AgentStatus
+    server_time: float
+
+
+class LockResult(_Model):
+    name: str
+    status: Literal["acquired", "released", "timeout"]
+    holder: AgentId | None = Field(None, description="Who holds the lock now")
+    lease_expires_at: float | None = None
+    waiters: int = Field(0, description="Agents waiting for the lock")
+
+
+class BarrierResult(_Model):
+    name: str
+    status: Literal["released"] = "released"
+    arrived: list[AgentId]
 
 
 class ReceivedMessage(Envelope):
@@ -336,10 +412,105 @@ class BroadcastArgs(_Model):
 
 
 class SubscribeArgs(_Model):
-    """Arguments of ``a2a_subscribe``."""
+    """Arguments of ``a2a_subscribe``: an event type or a topic."""
 
-    event_type: EventType = Field(description="Which events to receive in the inbox")
+    event_type: EventType | None = Field(None, description="Which events to receive in the inbox")
+    topic: TopicName | None = Field(None, description="Or: a topic name, as published with a2a_publish")
     filter: SubscriptionFilter | None = Field(None, description="Only matching events; omit for all")
+
+    @model_validator(mode="after")
+    def _one_source(self) -> SubscribeArgs:
+        _exactly_one(self, "event_type", "topic")
+        return self
+
+    @property
+    def target(self) -> str:
+        return self.event_type or self.topic
+
+
+class PublishArgs(_Model):
+    """Arguments of ``a2a_publish``."""
+
+    event_type: Literal["region_change", "task_available", "knowledge_update"] | None = Field(
+        None, description="An event type subscribers can ask for")
+    topic: TopicName | None = Field(None, description="Or: any topic name")
+    payload: dict[str, Any] = Field(default_factory=dict, description="The event's data: any JSON object")
+    region: Region | None = Field(None, description="Where the event happened, for region filters")
+
+    @model_validator(mode="after")
+    def _one_target(self) -> PublishArgs:
+        _exactly_one(self, "event_type", "topic")
+        return self
+
+    @property
+    def target(self) -> str:
+        return self.event_type or self.topic
+
+
+class UnsubscribeArgs(_Model):
+    subscription_id: str = Field(min_length=1, max_length=64)
+
+
+class DiscoverArgs(_Model):
+    """Arguments of ``a2a_discover``; every given field must match."""
+
+    agent_type: AgentType | None = Field(None, description="Only agents of this type")
+    capability: Capability | None = Field(None, description="Only agents that declared this capability")
+    region_overlaps: Region | None = Field(None, description="Only agents whose region overlaps this one")
+    include_offline: bool = Field(False, description="Also list agents seen before that are offline now")
+
+
+class LockArgs(_Model):
+    """Arguments of ``a2a_lock``."""
+
+    name: TopicName = Field(description="The lock's name; agents that use the same name exclude each other")
+    action: Literal["acquire", "release"] = "acquire"
+    wait_seconds: float = Field(10, ge=0, le=300, description="How long to wait for the lock when it is held")
+    lease_seconds: float = Field(30, gt=0, le=3600, description="The lock is released by itself after this")
+
+
+class BarrierArgs(_Model):
+    """Arguments of ``a2a_barrier``."""
+
+    name: TopicName = Field(description="The barrier's name")
+    expected_agents: list[AgentId] | None = Field(
+        None, min_length=1, max_length=1000, description="Wait for exactly these agents (this one included)")
+    count: int | None = Field(None, ge=1, le=1000, description="Or: wait for this many agents")
+    timeout_seconds: float = Field(30, gt=0, le=600, description="Give up after this long, naming who never came")
+
+    @model_validator(mode="after")
+    def _one_rule(self) -> BarrierArgs:
+        _exactly_one(self, "expected_agents", "count")
+        return self
+
+
+class RequestArgs(_Model):
+    """Arguments of ``a2a_request``: send a task_request and wait for its task_response."""
+
+    target_agent_id: AgentId = Field(description="The agent that should do the task")
+    payload: dict[str, Any] = Field(description="The task: any JSON object")
+    timeout_seconds: float = Field(30, gt=0, le=300, description="How long to wait for the answer")
+    priority: Priority = PRIORITY_NORMAL
+
+
+TaskStatus = Literal["pending", "in_progress", "completed", "failed", "timed_out"]
+
+
+class TaskOutcome(_Model):
+    """Where a request stands: pending (not delivered yet), in_progress (delivered, no answer yet),
+    completed or failed (the answer's payload says ``"status": "failed"``), or timed_out."""
+
+    correlation_id: str
+    status: TaskStatus
+    request_message_id: MessageId
+    response: dict[str, Any] | None = Field(None, description="The task_response's payload")
+    responder: AgentId | None = None
+    detail: str | None = None
+
+
+def _exactly_one(model: BaseModel, first: str, second: str) -> None:
+    if (getattr(model, first) is None) == (getattr(model, second) is None):
+        raise ValueError(f"give exactly one of {first} and {second}")
 
 
 class InboxArgs(_Model):
@@ -355,3 +526,81 @@ class InboxArgs(_Model):
 class InboxResult(_Model):
     messages: list[ReceivedMessage]
     remaining: int = Field(description="Messages still in the inbox after this call")
+
+
+# --- relay: agents that reach the router through the window hosting them ------
+# A worker's or an iframe's agent whose own WebSocket cannot be used hands its frames
+# to the page that hosts it; the page relays them over its own connection. The router
+# (router/relay.py) reads each inner frame exactly as if it had come on a connection of
+# the hosted agent's own, so identity still comes from that agent's hello.
+
+
+class Relay(_Model):
+    """A hosted agent's frame (its JSON text, unchanged), sent by the connection of its host."""
+
+    type: Literal["relay"] = "relay"
+    agent_id: AgentId = Field(description="The hosted agent; its inner hello must name the same id")
+    frame: str
+
+
+class Unrelay(_Model):
+    """The hosted agent left, or has a connection of its own again: let it go (answered by relay_closed)."""
+
+    type: Literal["unrelay"] = "unrelay"
+    agent_id: AgentId
+
+
+class Relayed(_Model):
+    """A router frame for a hosted agent, sent to the connection that hosts it."""
+
+    type: Literal["relayed"] = "relayed"
+    agent_id: AgentId
+    frame: str
+
+
+class RelayClosed(_Model):
+    """The router let a hosted agent go, as if its own connection had closed with ``code``."""
+
+    type: Literal["relay_closed"] = "relay_closed"
+    agent_id: AgentId
+    code: int
+    reason: str
+
+
+from typing import get_args  # noqa: E402  (kept with the unions it extends)
+
+# The frame unions above were built before these models existed: extend them here.
+ClientFrame = Annotated[Union[(*get_args(get_args(ClientFrame)[0]), Relay, Unrelay)], Field(discriminator="type")]
+CLIENT_FRAME = TypeAdapter(ClientFrame)
+RouterFrame = Annotated[Union[(*get_args(get_args(RouterFrame)[0]), Relayed, RelayClosed)],
+                        Field(discriminator="type")]
+ROUTER_FRAME = TypeAdapter(RouterFrame)
+
+
+# --- where an agent lives and how it reaches the router -----------------------
+
+Placement = Literal["main", "worker", "iframe"]
+"""The page's main thread, a dedicated Web Worker, or a same-origin iframe."""
+TransportName = Literal["websocket", "postmessage"]
+
+
+class StatusArgs(_Model):
+    """Arguments of ``a2a_status``: none."""
+
+
+class LinkStatus(_Model):
+    """Where an agent lives and how it reaches the router right now (the result of ``a2a_status``)."""
+
+    agent_id: AgentId
+    agent_type: AgentType
+    where: Placement
+    state: str = Field(description="connecting, connected, disconnected, reconnecting or refused")
+    transport: TransportName | None = Field(
+        description="websocket: its own connection; postmessage: relayed by the window hosting it"
+    )
+    fallback: bool = Field(description="True while the agent is on the postMessage fallback")
+    router_url: str
+    switches: int = Field(description="How many times the agent changed transport")
+    local_peers: list[AgentId] = Field(description="Agents in the same page, reached without the router")
+    local_sent: int
+    local_received: int

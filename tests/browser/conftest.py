@@ -38,7 +38,8 @@ def server_url():
     """``serve.py`` itself, as a user runs it, on a free port."""
     port = free_port()
     process = subprocess.Popen(
-        [sys.executable, str(ROOT / "serve.py"), "--port", str(port), "--ack-timeout", "5", "--log-level", "warning"],
+        [sys.executable, str(ROOT / "serve.py"), "--port", str(port), "--ack-timeout", "5", "--log-level", "warning",
+         "--store", ":memory:"],
         cwd=ROOT,
     )
     url = f"http://127.0.0.1:{port}"

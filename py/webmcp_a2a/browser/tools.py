@@ -20,15 +20,25 @@ from pydantic import BaseModel, ValidationError
 
 from ..client.agent import Agent, RouterError
 from ..protocol import (
+    BarrierArgs,
+    BarrierResult,
     BroadcastArgs,
+    DiscoverArgs,
+    DiscoverResult,
     ErrorInfo,
     FanoutResult,
     InboxArgs,
     InboxResult,
+    LockArgs,
+    LockResult,
+    PublishArgs,
+    RequestArgs,
     SendMessageArgs,
     SendResult,
     SubscribeArgs,
     SubscribeResult,
+    TaskOutcome,
+    UnsubscribeArgs,
     validation_error_info,
 )
 
@@ -82,6 +92,9 @@ def _error_result(info: ErrorInfo) -> str:
 def _summarize_send(result: SendResult) -> str:
     if result.delivered:
         return f"Delivered (recipient is {result.target_status}); message_id {result.message_id}."
+    if result.stored:
+        return (f"Not delivered yet: recipient is {result.target_status}; the router keeps the message and "
+                f"delivers it when the agent is back; message_id {result.message_id}.")
     return f"Not delivered: recipient is {result.target_status} ({result.reason}); message_id {result.message_id}."
 
 
@@ -94,8 +107,34 @@ def _summarize_inbox(result: InboxResult) -> str:
     return f"{len(result.messages)} message(s) taken from the inbox; {result.remaining} left."
 
 
+def _summarize_discover(result: DiscoverResult) -> str:
+    found = ", ".join(f"{a.agent_id} ({a.agent_type}, {a.status})" for a in result.agents)
+    return f"{len(result.agents)} agent(s): {found or 'none'}."
+
+
+def _summarize_lock(result: LockResult) -> str:
+    if result.status == "acquired":
+        return f"Lock {result.name!r} acquired; the lease ends at {result.lease_expires_at:.3f}."
+    if result.status == "released":
+        return f"Lock {result.name!r} released."
+    return f"Lock {result.name!r} not acquired in time: held by {result.holder}, {result.waiters} waiting."
+
+
+def _summarize_task(result: TaskOutcome) -> str:
+    text = f"Task {result.correlation_id} is {result.status}"
+    return text + (f" (answered by {result.responder})." if result.responder else f": {result.detail}.")
+
+
 async def _subscribe(agent: Agent, args: SubscribeArgs) -> SubscribeResult:
-    return await agent.subscribe(args.event_type, args.filter)
+    return await agent.subscribe(args.target, args.filter)
+
+
+async def _publish(agent: Agent, args: PublishArgs) -> FanoutResult:
+    return await agent.publish(args.target, args.payload, args.region)
+
+
+async def _unsubscribe(agent: Agent, args: UnsubscribeArgs):
+    return await agent.unsubscribe(args.subscription_id)
 
 
 TOOLS: tuple[Tool, ...] = (
@@ -127,9 +166,10 @@ TOOLS: tuple[Tool, ...] = (
         name="a2a_subscribe",
         title="Subscribe to events",
         description=(
-            "Receive events of a type in this agent's inbox (read them with a2a_inbox): region_change, "
-            "task_available, peer_discovered (an agent joined) or knowledge_update. The optional filter keeps "
-            "only events whose region overlaps filter.region and/or that concern agents of filter.agent_type."
+            "Receive events in this agent's inbox (read them with a2a_inbox). Give event_type (region_change, "
+            "task_available, peer_discovered: an agent joined, peer_offline: an agent left, knowledge_update) or "
+            "a topic name. The optional filter keeps only events whose region overlaps filter.region and/or "
+            "that come from or concern agents of filter.agent_type. Subscriptions survive reconnects."
         ),
         arguments=SubscribeArgs,
         run=_subscribe,
@@ -146,5 +186,69 @@ TOOLS: tuple[Tool, ...] = (
         arguments=InboxArgs,
         run=Agent.inbox,
         summarize=_summarize_inbox,
+    ),
+    Tool(
+        name="a2a_publish",
+        title="Publish an event",
+        description=(
+            "Publish an event to its subscribers: event_type region_change, task_available or knowledge_update, "
+            "or any topic name. Give a region when the event has one, for subscribers' region filters."
+        ),
+        arguments=PublishArgs,
+        run=_publish,
+        summarize=_summarize_fanout,
+    ),
+    Tool(
+        name="a2a_unsubscribe",
+        title="Cancel a subscription",
+        description="Stop receiving the events of a subscription made with a2a_subscribe.",
+        arguments=UnsubscribeArgs,
+        run=_unsubscribe,
+        summarize=lambda result: f"Subscription {result.subscription_id} {result.status}.",
+    ),
+    Tool(
+        name="a2a_discover",
+        title="Find agents",
+        description=(
+            "List the agents in the mesh with their status (online, busy, offline) and when they were last "
+            "seen, optionally only those of an agent_type, with a capability, or whose region overlaps a region."
+        ),
+        arguments=DiscoverArgs,
+        run=Agent.discover,
+        summarize=_summarize_discover,
+        read_only=True,
+    ),
+    Tool(
+        name="a2a_lock",
+        title="Acquire or release a lock",
+        description=(
+            "Mutual exclusion among agents: acquire a named lock (waiting up to wait_seconds, first come first "
+            "served) or release it. A held lock is released when its lease ends or its holder disconnects."
+        ),
+        arguments=LockArgs,
+        run=Agent.lock,
+        summarize=_summarize_lock,
+    ),
+    Tool(
+        name="a2a_barrier",
+        title="Wait at a barrier",
+        description=(
+            "Wait until the expected agents (or a count of agents) have all reached the named barrier, then "
+            "continue together. On timeout the error names who never came."
+        ),
+        arguments=BarrierArgs,
+        run=Agent.barrier,
+        summarize=lambda result: f"Barrier {result.name!r} released: {', '.join(result.arrived)} arrived.",
+    ),
+    Tool(
+        name="a2a_request",
+        title="Ask an agent to do a task and wait for the answer",
+        description=(
+            "Send a task_request to an agent and wait (up to timeout_seconds) for its task_response. The "
+            "status is completed, failed, timed_out, or pending/in_progress when no answer came."
+        ),
+        arguments=RequestArgs,
+        run=Agent.request,
+        summarize=_summarize_task,
     ),
 )

@@ -20,24 +20,37 @@ from typing import Any, Callable, Protocol
 from ..protocol import (
     BROADCAST,
     TOPIC_PREFIX,
+    BarrierArgs,
+    BarrierRequest,
+    BarrierResult,
     BroadcastArgs,
     BroadcastRequest,
+    DiscoverArgs,
+    DiscoverRequest,
+    DiscoverResult,
     Envelope,
     ErrorInfo,
     FanoutResult,
+    HeartbeatRequest,
     Hello,
     InboxArgs,
     InboxResult,
+    LockArgs,
+    LockRequest,
+    LockResult,
     ReceivedMessage,
     Region,
+    RequestArgs,
     SendMessageArgs,
     SendRequest,
     SendResult,
     SubscribeRequest,
     SubscribeResult,
     SubscriptionFilter,
+    TaskOutcome,
     UnsubscribeRequest,
     UnsubscribeResult,
+    new_message_id,
 )
 from .core import ClientCore, Failed, Received, Replied, Welcomed
 
@@ -65,13 +78,24 @@ StateListener = Callable[[str], Any]
 
 
 class Agent:
-    """One agent in the mesh: send, broadcast, subscribe, and an inbox of what arrived."""
+    """One agent in the mesh: send, broadcast, subscribe, coordinate, and an inbox of what arrived.
 
-    def __init__(self, hello: Hello, *, inbox_limit: int = 1000, request_timeout: float = 30.0) -> None:
+    Messages (``send_message``, ``broadcast``, ``publish``) are durable: if the
+    connection drops they wait in the outbox (at most ``outbox_limit``) and go again
+    after the transport reconnects, until ``request_timeout``. Other requests fail
+    with ``not_connected`` when there is no connection.
+    """
+
+    def __init__(self, hello: Hello, *, inbox_limit: int = 1000, outbox_limit: int = 10_000,
+                 request_timeout: float = 30.0, heartbeat_interval: float = 15.0) -> None:
         self.core = ClientCore(hello)
         self.inbox_limit = inbox_limit
+        self.outbox_limit = outbox_limit
         self.request_timeout = request_timeout
+        self.heartbeat_interval = heartbeat_interval
         self.state = "disconnected"
+        self.closed = False
+        self.busy = False
         self.transport: Transport | None = None
         self._requests: dict[int, asyncio.Future] = {}
         self._welcomed: asyncio.Future | None = None
@@ -79,6 +103,8 @@ class Agent:
         self._arrivals: set[asyncio.Future] = set()
         self._handlers: list[MessageHandler] = []
         self._state_listeners: list[StateListener] = []
+        self._awaited_responses: dict[str, asyncio.Future] = {}
+        self._heartbeat_task: asyncio.Task | None = None
 
     @property
     def agent_id(self) -> str:
@@ -96,6 +122,8 @@ class Agent:
         self._set_state("connecting")
         self.core.connect()
         self._flush()
+        if self._heartbeat_task is None:
+            self._heartbeat_task = asyncio.ensure_future(self._send_heartbeats())
 
     def data_received(self, text: str) -> None:
         self.core.receive(text)
@@ -114,13 +142,14 @@ class Agent:
 
     def connection_lost(self, reason: str = "connection closed") -> None:
         self.transport = None
+        self.core.connection_lost()
         error = RouterError(ErrorInfo(code="not_connected", message=reason))
         if self._welcomed is not None and not self._welcomed.done():
             self._welcomed.set_exception(error)
-        for future in self._requests.values():
-            if not future.done():
+        for request_id, future in list(self._requests.items()):
+            # Messages wait in the outbox for the next connection; the rest fail now.
+            if not future.done() and (self.closed or not self.core.in_outbox(request_id)):
                 future.set_exception(error)
-        self._requests.clear()
         self._set_state("disconnected")
 
     async def welcomed(self) -> None:
@@ -140,20 +169,20 @@ class Agent:
             metadata={"correlation_id": args.correlation_id},
             expires_at=time.time() + args.ttl_seconds if args.ttl_seconds else None,
         )
-        return SendResult.model_validate(await self._request(SendRequest(id=0, envelope=envelope)))
+        return SendResult.model_validate(await self._request(SendRequest(id=0, envelope=envelope), durable=True))
 
     async def broadcast(self, args: BroadcastArgs) -> FanoutResult:
         envelope = Envelope(to_agent=BROADCAST, message_type=args.message_type, priority=args.priority,
                             payload=args.payload)
         request = BroadcastRequest(id=0, envelope=envelope, agent_type=args.agent_type,
                                    exclude_self=args.exclude_self)
-        return FanoutResult.model_validate(await self._request(request))
+        return FanoutResult.model_validate(await self._request(request, durable=True))
 
     async def publish(self, topic: str, payload: dict, region: Region | None = None) -> FanoutResult:
         """Publish an event on ``topic`` (an event type such as ``region_change``, or any topic name)."""
         envelope = Envelope(to_agent=f"{TOPIC_PREFIX}{topic}", message_type="event", payload=payload,
                             metadata={"region": region})
-        return FanoutResult.model_validate(await self._request(SendRequest(id=0, envelope=envelope)))
+        return FanoutResult.model_validate(await self._request(SendRequest(id=0, envelope=envelope), durable=True))
 
     async def subscribe(self, topic: str, filter: SubscriptionFilter | None = None) -> SubscribeResult:
         return SubscribeResult.model_validate(await self._request(SubscribeRequest(id=0, topic=topic, filter=filter)))
@@ -161,6 +190,58 @@ class Agent:
     async def unsubscribe(self, subscription_id: str) -> UnsubscribeResult:
         request = UnsubscribeRequest(id=0, subscription_id=subscription_id)
         return UnsubscribeResult.model_validate(await self._request(request))
+
+    async def discover(self, args: DiscoverArgs | None = None) -> DiscoverResult:
+        """Agents the router knows, with their status and when they were last seen."""
+        request = DiscoverRequest(id=0, **dict(args or DiscoverArgs()))
+        return DiscoverResult.model_validate(await self._request(request))
+
+    async def lock(self, args: LockArgs) -> LockResult:
+        """Acquire (waiting up to ``wait_seconds``) or release a named lock."""
+        request = LockRequest(id=0, **dict(args))
+        return LockResult.model_validate(await self._request(request, timeout=args.wait_seconds + self.request_timeout))
+
+    async def barrier(self, args: BarrierArgs) -> BarrierResult:
+        """Wait at a named barrier until the expected agents (or ``count`` agents) are all there."""
+        request = BarrierRequest(id=0, **dict(args))
+        return BarrierResult.model_validate(
+            await self._request(request, timeout=args.timeout_seconds + self.request_timeout))
+
+    async def request(self, args: RequestArgs) -> TaskOutcome:
+        """Send a task_request and wait for the task_response with the same correlation_id."""
+        correlation_id = new_message_id()
+        answer = asyncio.get_running_loop().create_future()
+        self._awaited_responses[correlation_id] = answer
+        try:
+            sent = await self.send_message(SendMessageArgs(
+                target_agent_id=args.target_agent_id, message_type="task_request", payload=args.payload,
+                correlation_id=correlation_id, priority=args.priority, ttl_seconds=args.timeout_seconds))
+            status = "in_progress" if sent.delivered else "pending"
+            outcome = TaskOutcome(correlation_id=correlation_id, status=status,
+                                  request_message_id=sent.message_id, detail=sent.reason)
+            if not sent.delivered and not sent.stored:
+                return outcome.model_copy(update={"status": "failed"})
+            try:
+                response: ReceivedMessage = await asyncio.wait_for(answer, args.timeout_seconds)
+            except asyncio.TimeoutError:
+                return outcome.model_copy(update={"status": "timed_out",
+                                                  "detail": f"no task_response within {args.timeout_seconds:g}s"})
+            failed = response.payload.get("status") == "failed"
+            return outcome.model_copy(update={"status": "failed" if failed else "completed", "detail": None,
+                                              "response": response.payload, "responder": response.from_agent})
+        finally:
+            self._awaited_responses.pop(correlation_id, None)
+
+    async def respond(self, request: ReceivedMessage, payload: dict) -> SendResult:
+        """Answer a task_request with a task_response carrying its correlation_id."""
+        return await self.send_message(SendMessageArgs(
+            target_agent_id=request.from_agent, message_type="task_response", payload=payload,
+            correlation_id=request.metadata.correlation_id))
+
+    def set_busy(self, busy: bool) -> None:
+        """Tell the router (and so a2a_discover and senders) whether this agent is busy."""
+        self.busy = busy
+        self._heartbeat()
 
     async def inbox(self, args: InboxArgs | None = None) -> InboxResult:
         """Take what arrived (oldest first), waiting up to ``wait_seconds`` for a first match."""
@@ -191,22 +272,43 @@ class Agent:
         return lambda: self._state_listeners.remove(listener)
 
     def close(self) -> None:
+        """Leave for good: no reconnect, and whatever waits fails."""
+        self.closed = True
+        if self._heartbeat_task is not None:
+            self._heartbeat_task.cancel()
         if self.transport is not None:
             self.transport.close()
+        else:
+            self.connection_lost("closed")
 
     # --- internals ----------------------------------------------------------------
 
-    async def _request(self, frame) -> dict:
-        if self.transport is None or self.state != "connected":
-            raise RouterError(ErrorInfo(code="not_connected", message=f"agent is {self.state}"))
-        request_id = self.core.request(frame)
+    async def _request(self, frame, durable: bool = False, timeout: float | None = None) -> dict:
+        if self.closed or (not durable and self.state != "connected"):
+            raise RouterError(ErrorInfo(code="not_connected", message=f"agent is {'closed' if self.closed else self.state}"))
+        if durable and self.core.outbox_size >= self.outbox_limit:
+            raise RouterError(ErrorInfo(code="not_connected", message=f"outbox full ({self.outbox_limit} messages "
+                                                                      "waiting for the router)"))
+        request_id = self.core.request(frame, durable=durable)
         future = asyncio.get_running_loop().create_future()
         self._requests[request_id] = future
         self._flush()
         try:
-            return await asyncio.wait_for(future, self.request_timeout)
+            return await asyncio.wait_for(future, timeout or self.request_timeout)
         finally:
             self._requests.pop(request_id, None)
+            self.core.forget(request_id)
+
+    def _heartbeat(self) -> None:
+        """Fire and forget: the router notes the time and the status; the answer is not awaited."""
+        if self.state == "connected":
+            self.core.request(HeartbeatRequest(id=0, status="busy" if self.busy else "online"))
+            self._flush()
+
+    async def _send_heartbeats(self) -> None:
+        while not self.closed:
+            await asyncio.sleep(self.heartbeat_interval)
+            self._heartbeat()
 
     def _flush(self) -> None:
         frames = self.core.data_to_send()
@@ -220,8 +322,12 @@ class Agent:
             # dropping would not.
             self.core.refuse(message.message_id, "inbox_full")
             return
-        self._inbox.append(message)
         self.core.ack(message.message_id)
+        answer = self._awaited_responses.get(message.metadata.correlation_id or "")
+        if message.message_type == "task_response" and answer is not None and not answer.done():
+            answer.set_result(message)  # the requester takes it; it does not go to the inbox
+            return
+        self._inbox.append(message)
         for arrival in self._arrivals:
             if not arrival.done():
                 arrival.set_result(None)

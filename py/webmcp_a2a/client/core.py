@@ -63,7 +63,13 @@ Event = Union[Welcomed, Replied, Failed, Received]
 
 
 class ClientCore:
-    """One agent's side of the protocol: request ids, acknowledgements, de-duplication."""
+    """One agent's side of the protocol: request ids, acknowledgements, de-duplication, the outbox.
+
+    The outbox holds *durable* requests (messages) until the router answers them:
+    after a reconnect they are sent again, with the same ``message_id``, once the
+    router has welcomed the agent back. The router and the recipient recognise the
+    resend, so a message takes effect once.
+    """
 
     #: How many acknowledged message ids are remembered to recognise a redelivery.
     SEEN_LIMIT = 10_000
@@ -74,20 +80,46 @@ class ClientCore:
         self._outgoing: list[str] = []
         self._events: list[Event] = []
         self._seen: OrderedDict[str, None] = OrderedDict()
+        self._outbox: dict[int, str] = {}
+        self.welcomed = False
+
+    @property
+    def outbox_size(self) -> int:
+        return len(self._outbox)
 
     # --- output ---------------------------------------------------------------
 
     def connect(self) -> None:
-        """Start (or restart, after a reconnect) with the hello frame."""
-        self._outgoing.append(self.hello.model_dump_json())
+        """Start (or restart, after a reconnect) with the hello frame; the outbox follows the welcome."""
+        self.welcomed = False
+        self._outgoing = [self.hello.model_dump_json()]
 
-    def request(self, frame: BaseModel) -> int:
-        """Queue a request frame (any model with an ``id`` field); returns the id it was given."""
+    def connection_lost(self) -> None:
+        self.welcomed = False
+        self._outgoing = []
+
+    def request(self, frame: BaseModel, durable: bool = False) -> int:
+        """Queue a request frame (any model with an ``id`` field); returns the id it was given.
+
+        A durable request stays in the outbox until answered and is resent after a
+        reconnect; it may be made while disconnected.
+        """
         request_id = self._next_id
         self._next_id += 1
         frame.id = request_id
-        self._outgoing.append(frame.model_dump_json())
+        text = frame.model_dump_json()
+        if durable:
+            self._outbox[request_id] = text
+        if self.welcomed:
+            self._outgoing.append(text)
         return request_id
+
+    def in_outbox(self, request_id: int) -> bool:
+        return request_id in self._outbox
+
+    def forget(self, request_id: int) -> None:
+        """Give up on a request (its caller stopped waiting)."""
+        self._outbox.pop(request_id, None)
 
     def ack(self, message_id: str) -> None:
         self._remember(message_id)
@@ -117,10 +149,15 @@ class ClientCore:
             message = ReceivedMessage(**dict(frame.envelope), subscription_id=frame.subscription_id)
             self._events.append(Received(message))
         elif isinstance(frame, Result):
+            self._outbox.pop(frame.ref, None)
             self._events.append(Replied(frame.ref, frame.data))
         elif isinstance(frame, ErrorFrame):
+            if frame.ref is not None:
+                self._outbox.pop(frame.ref, None)
             self._events.append(Failed(frame.ref, frame.error))
         elif isinstance(frame, Welcome):
+            self.welcomed = True
+            self._outgoing.extend(self._outbox.values())
             self._events.append(Welcomed(frame.agent_id, frame.max_frame_bytes))
 
     def events_received(self) -> list[Event]:

@@ -5,36 +5,49 @@ Used by tests, benchmarks, backend agents and scripts::
     agent = await connect("ws://127.0.0.1:8765/a2a", Hello(agent_id="bot", agent_type="executor"))
     await agent.send_message(SendMessageArgs(target_agent_id="alice", message_type="notification",
                                              payload={"hi": 1}))
+
+With ``reconnect=True`` (the default) a lost connection is reopened with
+exponential backoff and jitter, and the agent's outbox is resent once the router
+has welcomed it back.
 """
 
 from __future__ import annotations
 
 import asyncio
+import logging
 
 import websockets
 from websockets.asyncio.client import ClientConnection
 
 from ..protocol import Hello
 from .agent import Agent
+from .backoff import Backoff
+
+log = logging.getLogger("webmcp_a2a.client")
+
+CLOSE_AGENT_ID_TAKEN = 4009
+_reconnectors: set[asyncio.Task] = set()  # strong references, so a running loop is not collected
 
 
 class WebSocketsTransport:
+    """One WebSocket connection feeding one agent; ``closed`` resolves with the close code."""
+
     name = "websocket"
 
     def __init__(self, websocket: ClientConnection, agent: Agent) -> None:
         self._websocket = websocket
         self._agent = agent
         self._outgoing: asyncio.Queue[str] = asyncio.Queue()
-        self._tasks = [asyncio.create_task(self._read()), asyncio.create_task(self._write())]
+        self._writer = asyncio.create_task(self._write())
+        self.closed = asyncio.create_task(self._read())
 
     def send(self, text: str) -> None:
         self._outgoing.put_nowait(text)
 
     def close(self) -> None:
-        self._tasks[1].cancel()
         asyncio.ensure_future(self._websocket.close())
 
-    async def _read(self) -> None:
+    async def _read(self) -> int | None:
         reason = "connection closed"
         try:
             async for text in self._websocket:
@@ -42,8 +55,10 @@ class WebSocketsTransport:
         except websockets.ConnectionClosed as exc:
             reason = f"connection closed: {exc}"
         finally:
-            self._tasks[1].cancel()
-            self._agent.connection_lost(reason)
+            self._writer.cancel()
+            if self._agent.transport is self:
+                self._agent.connection_lost(reason)
+        return self._websocket.close_code
 
     async def _write(self) -> None:
         try:
@@ -53,11 +68,44 @@ class WebSocketsTransport:
             pass
 
 
-async def connect(url: str, hello: Hello, *, welcome: bool = True, **agent_options) -> Agent:
+async def connect(url: str, hello: Hello, *, welcome: bool = True, reconnect: bool = True,
+                  **agent_options) -> Agent:
     """Open a connection, say hello, and (by default) wait for the router's welcome."""
     agent = Agent(hello, **agent_options)
-    websocket = await websockets.connect(url, max_size=None)
-    agent.connection_made(WebSocketsTransport(websocket, agent))
+    first = await _open(url, agent)
+    if reconnect:
+        task = asyncio.create_task(_stay_connected(url, agent, first))
+        _reconnectors.add(task)
+        task.add_done_callback(_reconnectors.discard)
     if welcome:
         await agent.welcomed()
     return agent
+
+
+async def _open(url: str, agent: Agent) -> WebSocketsTransport:
+    websocket = await websockets.connect(url, max_size=None)
+    transport = WebSocketsTransport(websocket, agent)
+    agent.connection_made(transport)
+    return transport
+
+
+async def _stay_connected(url: str, agent: Agent, transport: WebSocketsTransport) -> None:
+    backoff = Backoff()
+    while True:
+        code = await transport.closed
+        if agent.closed or code == CLOSE_AGENT_ID_TAKEN:
+            return
+        while not agent.closed:
+            await asyncio.sleep(backoff.next_delay())
+            try:
+                transport = await _open(url, agent)
+                break
+            except (OSError, websockets.WebSocketException) as exc:
+                log.info("%s: reconnect failed (%s)", agent.agent_id, exc)
+        else:
+            return
+        try:
+            await agent.welcomed()
+            backoff.reset()
+        except Exception:  # refused: the loop sees the close and decides
+            pass

@@ -1,19 +1,40 @@
-"""One client connection seen from the router: a bounded queue of frames to write."""
+"""One client connection seen from the router: a bounded, prioritised queue of frames to write.
+
+Routing never awaits a peer: it offers frames here and a writer task sends them.
+The queue serves the highest priority first and, within a priority, the oldest
+first. Replies and errors to the client itself outrank every delivery.
+
+Overflow policy (when ``queue_limit`` frames are waiting): a newcomer that outranks
+something queued takes the place of the newest frame of the lowest queued priority,
+whose sender is told it was ``evicted``; otherwise the newcomer is refused
+(``queue_full``). A frame whose ``expires_at`` has passed when its turn comes is
+dropped, and its sender told it ``expired``; it is never written.
+"""
 
 from __future__ import annotations
 
 import asyncio
+import time
 from collections import deque
+from dataclasses import dataclass
 from typing import Awaitable, Callable
+
+CONTROL_PRIORITY = 11  # above critical (10): results and errors are never stuck behind deliveries
+
+
+@dataclass(eq=False)
+class Outgoing:
+    text: str
+    priority: int = CONTROL_PRIORITY
+    expires_at: float | None = None
+    on_drop: Callable[[str], None] | None = None  # told "expired" or "evicted"
+
+    def drop(self, reason: str) -> None:
+        if self.on_drop is not None:
+            self.on_drop(reason)
 
 
 class Connection:
-    """Frames wait here until the writer task sends them, so routing never awaits a slow peer.
-
-    The queue is bounded: :meth:`offer` returns False when it is full and the caller
-    decides what that means (a refused delivery, or a client dropped for not reading).
-    """
-
     def __init__(
         self,
         send_text: Callable[[str], Awaitable[None]],
@@ -23,7 +44,8 @@ class Connection:
         self._send_text = send_text
         self._close = close
         self._limit = queue_limit
-        self._frames: deque[str] = deque()
+        self._queues: dict[int, deque[Outgoing]] = {p: deque() for p in range(CONTROL_PRIORITY, 0, -1)}
+        self._length = 0
         self._ready = asyncio.Event()
         self._close_with: tuple[int, str] | None = None
         self.agent_id: str | None = None
@@ -32,11 +54,18 @@ class Connection:
     def closing(self) -> bool:
         return self._close_with is not None
 
-    def offer(self, text: str) -> bool:
-        """Queue a frame; False when the queue is full or the connection is closing."""
-        if self._close_with is not None or len(self._frames) >= self._limit:
+    def __len__(self) -> int:
+        return self._length
+
+    def offer(self, text: str, priority: int = CONTROL_PRIORITY, expires_at: float | None = None,
+              on_drop: Callable[[str], None] | None = None) -> bool:
+        """Queue a frame; False when it is refused (queue full of equal or higher priority, or closing)."""
+        if self._close_with is not None:
             return False
-        self._frames.append(text)
+        if self._length >= self._limit and not self._evict_below(priority):
+            return False
+        self._queues[priority].append(Outgoing(text, priority, expires_at, on_drop))
+        self._length += 1
         self._ready.set()
         return True
 
@@ -49,9 +78,28 @@ class Connection:
     async def run_writer(self) -> None:
         while True:
             await self._ready.wait()
-            while self._frames:
-                await self._send_text(self._frames.popleft())
+            while (item := self._next()) is not None:
+                if item.expires_at is not None and time.time() >= item.expires_at:
+                    item.drop("expired")
+                    continue
+                await self._send_text(item.text)
             if self._close_with is not None:
                 await self._close(*self._close_with)
                 return
             self._ready.clear()
+
+    def _next(self) -> Outgoing | None:
+        for queue in self._queues.values():  # highest priority first
+            if queue:
+                self._length -= 1
+                return queue.popleft()
+        return None
+
+    def _evict_below(self, priority: int) -> bool:
+        for lower in range(1, priority):
+            queue = self._queues[lower]
+            if queue:
+                self._length -= 1
+                queue.pop().drop("evicted")
+                return True
+        return False

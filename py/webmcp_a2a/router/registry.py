@@ -1,4 +1,4 @@
-"""Who is connected: one record per online agent, looked up by id or by type."""
+"""Who is there: one record per agent the router has met, online or not, and when it was last seen."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Iterator
 
-from ..protocol import Region
+from ..protocol import AgentInfo, Hello, Region
 
 if TYPE_CHECKING:
     from .connection import Connection
@@ -18,16 +18,23 @@ class AgentRecord:
     agent_type: str
     capabilities: list[str]
     region: Region | None
-    connection: Connection
-    connected_at: float = field(default_factory=time.time)
+    connection: Connection | None
+    busy: bool = False
+    last_seen: float = field(default_factory=time.time)
 
-    def describe(self) -> dict:
-        return {
-            "agent_id": self.agent_id,
-            "agent_type": self.agent_type,
-            "capabilities": self.capabilities,
-            "region": self.region.model_dump() if self.region else None,
-        }
+    @property
+    def online(self) -> bool:
+        return self.connection is not None
+
+    @property
+    def status(self) -> str:
+        if self.connection is None:
+            return "offline"
+        return "busy" if self.busy else "online"
+
+    def info(self) -> AgentInfo:
+        return AgentInfo(agent_id=self.agent_id, agent_type=self.agent_type, capabilities=self.capabilities,
+                         region=self.region, status=self.status, last_seen=self.last_seen)
 
 
 class AgentIdTaken(Exception):
@@ -35,25 +42,71 @@ class AgentIdTaken(Exception):
 
 
 class Registry:
-    def __init__(self) -> None:
+    """Online agents by id, and the offline ones the router still remembers (at most ``offline_limit``)."""
+
+    def __init__(self, offline_limit: int = 10_000) -> None:
         self._agents: dict[str, AgentRecord] = {}
+        self._online = 0
+        self.offline_limit = offline_limit
 
-    def add(self, record: AgentRecord) -> None:
-        if record.agent_id in self._agents:
-            raise AgentIdTaken(record.agent_id)
-        self._agents[record.agent_id] = record
+    def connect(self, hello: Hello, connection: Connection) -> AgentRecord:
+        """Register ``hello``'s agent on ``connection``; raises :class:`AgentIdTaken` if it is online."""
+        known = self._agents.get(hello.agent_id)
+        if known is not None and known.online:
+            raise AgentIdTaken(hello.agent_id)
+        # Re-insert so the dict's order stays "least recently connected first" for eviction.
+        self._agents.pop(hello.agent_id, None)
+        record = AgentRecord(hello.agent_id, hello.agent_type, hello.capabilities, hello.region, connection)
+        self._agents[hello.agent_id] = record
+        self._online += 1
+        return record
 
-    def remove(self, agent_id: str) -> None:
-        self._agents.pop(agent_id, None)
+    def remember(self, hello: Hello, last_seen: float) -> None:
+        """Know an agent met before (for example before a router restart) as offline."""
+        self._agents.setdefault(hello.agent_id, AgentRecord(hello.agent_id, hello.agent_type, hello.capabilities,
+                                                            hello.region, None, last_seen=last_seen))
+
+    def disconnect(self, agent_id: str, connection: Connection) -> AgentRecord | None:
+        """Mark the agent offline if ``connection`` is still its connection; returns its record then."""
+        record = self._agents.get(agent_id)
+        if record is None or record.connection is not connection:
+            return None
+        record.connection = None
+        record.busy = False
+        record.last_seen = time.time()
+        self._online -= 1
+        self._forget_oldest_offline()
+        return record
 
     def get(self, agent_id: str) -> AgentRecord | None:
+        """The agent's record, online or offline; None if the router never met it (or forgot it)."""
         return self._agents.get(agent_id)
+
+    def online(self, agent_id: str) -> AgentRecord | None:
+        record = self._agents.get(agent_id)
+        return record if record is not None and record.online else None
 
     def of_type(self, agent_type: str) -> Iterator[AgentRecord]:
         """Every online agent of ``agent_type``; ``"all"`` means every type."""
-        if agent_type == "all":
-            return iter(list(self._agents.values()))
-        return (record for record in list(self._agents.values()) if record.agent_type == agent_type)
+        for record in list(self._agents.values()):
+            if record.online and (agent_type == "all" or record.agent_type == agent_type):
+                yield record
+
+    def find(self, agent_type: str | None = None, capability: str | None = None,
+             region_overlaps: Region | None = None, include_offline: bool = False) -> list[AgentRecord]:
+        return [
+            record for record in self._agents.values()
+            if (include_offline or record.online)
+            and (agent_type is None or record.agent_type == agent_type)
+            and (capability is None or capability in record.capabilities)
+            and (region_overlaps is None or (record.region is not None and record.region.overlaps(region_overlaps)))
+        ]
 
     def __len__(self) -> int:
-        return len(self._agents)
+        """How many agents are online."""
+        return self._online
+
+    def _forget_oldest_offline(self) -> None:
+        excess = len(self._agents) - self._online - self.offline_limit
+        for agent_id in [r.agent_id for r in self._agents.values() if not r.online][:max(excess, 0)]:
+            del self._agents[agent_id]

@@ -1,8 +1,14 @@
 """The router's logic: read a frame, decide, queue frames for the right connections.
 
 Nothing here awaits: every handler runs to completion and leaves frames in the
-connections' queues, so one slow client never holds up the others. Waiting for
-acknowledgements is a timer per outstanding delivery, not a task.
+connections' queues, so one slow client never holds up the others. Waiting - for
+acknowledgements, locks, barriers - is a timer, not a task.
+
+Delivery, in short: a direct message to an online agent is answered once that
+agent's runtime acknowledged it (``delivered: true``) or refused it, or when
+``ack_timeout`` passes (then it is kept in the store and redelivered when the agent
+comes back). A direct message to a known offline agent is stored and the answer
+says so (``stored: true``). Broadcasts and topic events go to who is online.
 """
 
 from __future__ import annotations
@@ -10,9 +16,10 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import time
 from dataclasses import dataclass, field
 
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 
 from ..protocol import (
     BROADCAST,
@@ -21,13 +28,19 @@ from ..protocol import (
     ROUTER_AGENT_ID,
     TOPIC_PREFIX,
     Ack,
+    BarrierRequest,
     BroadcastRequest,
     Deliver,
+    DiscoverRequest,
+    DiscoverResult,
     Envelope,
     ErrorFrame,
     ErrorInfo,
     FanoutResult,
+    HeartbeatRequest,
+    HeartbeatResult,
     Hello,
+    LockRequest,
     Result,
     SendRequest,
     SendResult,
@@ -39,8 +52,11 @@ from ..protocol import (
     validation_error_info,
 )
 from .connection import Connection
+from .coordination import Barriers, Locks, Waiter
 from .registry import AgentIdTaken, AgentRecord, Registry
 from .settings import RouterSettings
+from .store import Store
+from .relay import RELAY_FRAMES, RelayTable
 from .subscriptions import SubscriptionTable
 
 log = logging.getLogger("webmcp_a2a.router")
@@ -58,16 +74,21 @@ class RequestError(Exception):
         self.info = ErrorInfo(code=code, message=message, field=field)
 
 
-@dataclass
+@dataclass(eq=False)
 class PendingDelivery:
-    """A delivery waiting for its recipients' acknowledgements."""
+    """A delivery waiting for its recipients' acknowledgements.
 
-    sender: Connection
+    ``sender`` is None for a redelivery from the store: nobody waits for that answer.
+    """
+
+    sender: Connection | None
+    sender_id: str
     ref: int
-    message_id: str
+    envelope: Envelope
     recipients: list[str]
     fanout: bool
     waiting: set[str]
+    from_store: bool = False
     delivered: set[str] = field(default_factory=set)
     refusals: dict[str, str] = field(default_factory=dict)
     timer: asyncio.TimerHandle | None = None
@@ -76,9 +97,28 @@ class PendingDelivery:
 class Router:
     def __init__(self, settings: RouterSettings | None = None) -> None:
         self.settings = settings or RouterSettings()
+        self.store = Store(self.settings.store_path, self.settings.store_limit_per_agent, self.settings.store_ttl)
         self.registry = Registry()
         self.subscriptions = SubscriptionTable()
+        self.locks = Locks(self._answer)
+        self.barriers = Barriers(self._answer)
         self._pending: dict[str, PendingDelivery] = {}
+        self.relays = RelayTable(self)  # agents hosted by another connection (relay.py)
+        self._handlers = {
+            SendRequest: self._send,
+            BroadcastRequest: self._broadcast,
+            SubscribeRequest: self._subscribe,
+            UnsubscribeRequest: self._unsubscribe,
+            HeartbeatRequest: self._heartbeat,
+            DiscoverRequest: self._discover,
+            LockRequest: lambda conn, request: self.locks.request(self._waiter(conn, request.id), request),
+            BarrierRequest: lambda conn, request: self.barriers.arrive(self._waiter(conn, request.id), request),
+            Ack: self._ack,
+        }
+        for hello, last_seen in self.store.known_agents():
+            self.registry.remember(hello, last_seen)
+        for subscription in self.store.subscriptions():
+            self.subscriptions.add(*subscription[1:], subscription_id=subscription[0])
 
     # --- connection lifecycle -------------------------------------------
 
@@ -95,55 +135,49 @@ class Router:
         except ValidationError as exc:
             self._error(conn, _request_id(text), _frame_error(exc))
             return
-        ref = getattr(frame, "id", None)
         try:
             if isinstance(frame, Hello):
                 self._hello(conn, frame)
-            elif conn.agent_id is None:
+                return
+            if isinstance(frame, RELAY_FRAMES):  # a hosted agent's frame, or its detachment
+                self.relays.receive(conn, frame)
+                return
+            if conn.agent_id is None:
                 raise RequestError("not_registered", "send a hello frame first")
-            elif isinstance(frame, Ack):
-                self._ack(conn, frame)
-            elif isinstance(frame, SendRequest):
-                self._send(conn, frame)
-            elif isinstance(frame, BroadcastRequest):
-                self._broadcast(conn, frame)
-            elif isinstance(frame, SubscribeRequest):
-                subscription = self.subscriptions.add(conn.agent_id, frame.topic, frame.filter)
-                self._reply(conn, frame.id, SubscribeResult(subscription_id=subscription.subscription_id))
-            elif isinstance(frame, UnsubscribeRequest):
-                if not self.subscriptions.remove(conn.agent_id, frame.subscription_id):
-                    raise RequestError("unknown_subscription", f"no subscription {frame.subscription_id!r}",
-                                       "subscription_id")
-                self._reply(conn, frame.id, UnsubscribeResult(subscription_id=frame.subscription_id))
+            self.registry.get(conn.agent_id).last_seen = time.time()
+            self._handlers[type(frame)](conn, frame)
         except RequestError as exc:
-            self._error(conn, ref, exc.info)
+            self._error(conn, getattr(frame, "id", None), exc.info)
 
     def reject_binary(self, conn: Connection) -> None:
         self._error(conn, None, ErrorInfo(code="binary_not_supported", message="frames are JSON text"))
 
     def connection_closed(self, conn: Connection) -> None:
+        self.relays.host_closed(conn)  # the agents it hosted go with it
         agent_id = conn.agent_id
         if agent_id is None:
             return
-        record = self.registry.get(agent_id)
-        if record is not None and record.connection is conn:
-            self.registry.remove(agent_id)
-            self.subscriptions.remove_agent(agent_id)
-            log.info("agent %s disconnected", agent_id)
+        record = self.registry.disconnect(agent_id, conn)
+        if record is None:
+            return
+        log.info("agent %s disconnected", agent_id)
+        self.store.remember_agent(_hello_of(record), record.last_seen)
+        self.locks.agent_left(agent_id)
+        self.barriers.agent_left(agent_id)
         for pending in list(self._pending.values()):
             if agent_id in pending.waiting:
                 self._settle(pending, agent_id, accepted=False, reason="recipient disconnected")
+        self._publish_event("peer_offline", record)
 
-    # --- handlers ---------------------------------------------------------
+    # --- registration and presence -----------------------------------------
 
     def _hello(self, conn: Connection, hello: Hello) -> None:
         if conn.agent_id is not None:
             raise RequestError("already_registered", f"this connection is already agent {conn.agent_id!r}")
         if hello.agent_id in RESERVED_AGENT_IDS:
             raise RequestError("invalid_frame", f"agent id {hello.agent_id!r} is reserved", "agent_id")
-        record = AgentRecord(hello.agent_id, hello.agent_type, hello.capabilities, hello.region, conn)
         try:
-            self.registry.add(record)
+            record = self.registry.connect(hello, conn)
         except AgentIdTaken:
             self._error(conn, None, ErrorInfo(
                 code="agent_id_taken",
@@ -153,58 +187,84 @@ class Router:
             conn.close(CLOSE_AGENT_ID_TAKEN, "agent id taken")
             return
         conn.agent_id = hello.agent_id
+        self.store.remember_agent(hello, record.last_seen)
         self._queue(conn, Welcome(agent_id=hello.agent_id, max_frame_bytes=self.settings.max_frame_bytes))
         log.info("agent %s (%s) registered", hello.agent_id, hello.agent_type)
-        self._publish_event(
-            Envelope(
-                from_agent=ROUTER_AGENT_ID,
-                to_agent=f"{TOPIC_PREFIX}peer_discovered",
-                message_type="event",
-                payload=record.describe(),
-                metadata={"region": hello.region, "capabilities": hello.capabilities},
-            ),
-            subject=record,
-        )
+        for envelope in self.store.waiting_for(hello.agent_id):
+            self._deliver(None, envelope.from_agent, 0, envelope, record, from_store=True)
+        self._publish_event("peer_discovered", record)
 
-    def _stamp(self, conn: Connection, envelope: Envelope) -> None:
-        """The sender is whoever owns the connection, whatever the frame claims."""
+    def _heartbeat(self, conn: Connection, request: HeartbeatRequest) -> None:
+        record = self.registry.get(conn.agent_id)
+        record.busy = request.status == "busy"
+        self._reply(conn, request.id, HeartbeatResult(status=record.status, server_time=time.time()))
+
+    def _discover(self, conn: Connection, request: DiscoverRequest) -> None:
+        found = self.registry.find(request.agent_type, request.capability, request.region_overlaps,
+                                   request.include_offline)
+        self._reply(conn, request.id, DiscoverResult(agents=[record.info() for record in found]))
+
+    # --- messages -------------------------------------------------------------
+
+    def _stamp(self, conn: Connection, ref: int, envelope: Envelope) -> bool:
+        """Set the true sender; False when the envelope is a resend already in flight (now answered to ``ref``)."""
         if envelope.from_agent is not None and envelope.from_agent != conn.agent_id:
             raise RequestError(
                 "spoofed_sender",
                 f"from_agent {envelope.from_agent!r} is not this connection's agent {conn.agent_id!r}",
                 "envelope.from_agent",
             )
-        if envelope.message_id in self._pending:
-            raise RequestError("duplicate_message_id", f"message {envelope.message_id} is already in flight",
-                               "envelope.message_id")
+        in_flight = self._pending.get(envelope.message_id)
+        if in_flight is not None:
+            if in_flight.sender_id != conn.agent_id:
+                raise RequestError("duplicate_message_id", f"message {envelope.message_id} is already in flight",
+                                   "envelope.message_id")
+            # The sender reconnected and resent from its outbox: answer the new request.
+            in_flight.sender, in_flight.ref = conn, ref
+            return False
         envelope.from_agent = conn.agent_id
+        return True
 
     def _send(self, conn: Connection, request: SendRequest) -> None:
         envelope = request.envelope
-        self._stamp(conn, envelope)
+        if not self._stamp(conn, request.id, envelope):
+            return
         if envelope.topic is not None:
             self._fanout(conn, request.id, envelope, self._topic_recipients(conn, envelope))
             return
         if envelope.to_agent == BROADCAST:
             raise RequestError("invalid_frame", "use a broadcast frame to broadcast", "envelope.to_agent")
         target = self.registry.get(envelope.to_agent)
-        status = "offline" if target is None else "online"
-        if envelope.expired():
-            self._reply(conn, request.id, SendResult(
-                delivered=False, target_status=status, message_id=envelope.message_id, reason="expired"))
-            return
         if target is None:
             self._reply(conn, request.id, SendResult(
                 delivered=False, target_status="offline", message_id=envelope.message_id,
-                reason=f"no agent {envelope.to_agent!r} is connected"))
-            return
-        pending = PendingDelivery(conn, request.id, envelope.message_id, [target.agent_id], fanout=False,
-                                  waiting={target.agent_id})
+                reason=f"no agent {envelope.to_agent!r} is known to the router"))
+        elif envelope.expired():
+            self._reply(conn, request.id, SendResult(
+                delivered=False, target_status=target.status, message_id=envelope.message_id, reason="expired"))
+        elif not target.online:
+            self._reply(conn, request.id, self._keep(target.agent_id, envelope, "offline"))
+        else:
+            self._deliver(conn, conn.agent_id, request.id, envelope, target)
+
+    def _keep(self, recipient: str, envelope: Envelope, status: str) -> SendResult:
+        """Store ``envelope`` for later delivery and say so."""
+        if self.store.put(recipient, envelope):
+            return SendResult(delivered=False, target_status=status, message_id=envelope.message_id, stored=True,
+                              reason="kept by the router until the agent takes it")
+        return SendResult(delivered=False, target_status=status, message_id=envelope.message_id,
+                          reason="store_full")
+
+    def _deliver(self, sender: Connection | None, sender_id: str, ref: int, envelope: Envelope,
+                 target: AgentRecord, from_store: bool = False) -> None:
+        pending = PendingDelivery(sender, sender_id, ref, envelope, [target.agent_id], fanout=False,
+                                  waiting={target.agent_id}, from_store=from_store)
         self._start(pending, {target.agent_id: Deliver(envelope=envelope).model_dump_json()})
 
     def _broadcast(self, conn: Connection, request: BroadcastRequest) -> None:
         envelope = request.envelope
-        self._stamp(conn, envelope)
+        if not self._stamp(conn, request.id, envelope):
+            return
         if envelope.to_agent != BROADCAST:
             raise RequestError("invalid_frame", "a broadcast envelope is addressed to 'broadcast'",
                                "envelope.to_agent")
@@ -216,13 +276,13 @@ class Router:
         self._fanout(conn, request.id, envelope, {record.agent_id: frame for record in recipients})
 
     def _topic_recipients(self, conn: Connection, envelope: Envelope) -> dict[str, str]:
-        """Deliver frames for each subscriber of the envelope's topic, the sender left out."""
+        """Deliver frames for each online subscriber of the envelope's topic, the sender left out."""
         sender = self.registry.get(conn.agent_id)
-        region = envelope.metadata.region or (sender.region if sender else None)
+        region = envelope.metadata.region or sender.region
         frames: dict[str, str] = {}
-        for subscription in self.subscriptions.matching(envelope.topic, sender.agent_type if sender else None,
-                                                        region):
-            if subscription.agent_id != conn.agent_id and subscription.agent_id not in frames:
+        for subscription in self.subscriptions.matching(envelope.topic, sender.agent_type, region):
+            if (subscription.agent_id != conn.agent_id and subscription.agent_id not in frames
+                    and self.registry.online(subscription.agent_id)):
                 frames[subscription.agent_id] = Deliver(
                     envelope=envelope, subscription_id=subscription.subscription_id).model_dump_json()
         return frames
@@ -233,39 +293,66 @@ class Router:
             self._reply(conn, ref, FanoutResult(recipients=[] if envelope.expired() else recipients,
                                                 delivered_count=0, message_id=envelope.message_id))
             return
-        pending = PendingDelivery(conn, ref, envelope.message_id, recipients, fanout=True, waiting=set(recipients))
+        pending = PendingDelivery(conn, conn.agent_id, ref, envelope, recipients, fanout=True,
+                                  waiting=set(recipients))
         self._start(pending, frames)
 
-    def _publish_event(self, envelope: Envelope, subject: AgentRecord) -> None:
-        """Deliver a router-originated event; nobody waits for its acknowledgements."""
-        for subscription in self.subscriptions.matching(envelope.topic, subject.agent_type, subject.region):
-            target = self.registry.get(subscription.agent_id)
+    def _publish_event(self, event_type: str, subject: AgentRecord) -> None:
+        """Deliver a router-originated event about ``subject``; nobody waits for its acknowledgements."""
+        envelope = Envelope(
+            from_agent=ROUTER_AGENT_ID,
+            to_agent=f"{TOPIC_PREFIX}{event_type}",
+            message_type="event",
+            payload=subject.info().model_dump(mode="json"),
+            metadata={"region": subject.region, "capabilities": subject.capabilities},
+        )
+        for subscription in self.subscriptions.matching(event_type, subject.agent_type, subject.region):
+            target = self.registry.online(subscription.agent_id)
             if target is not None and target.agent_id != subject.agent_id:
                 target.connection.offer(
-                    Deliver(envelope=envelope, subscription_id=subscription.subscription_id).model_dump_json())
+                    Deliver(envelope=envelope, subscription_id=subscription.subscription_id).model_dump_json(),
+                    envelope.priority)
+
+    def _subscribe(self, conn: Connection, request: SubscribeRequest) -> None:
+        subscription = self.subscriptions.add(conn.agent_id, request.topic, request.filter)
+        self.store.add_subscription(subscription.subscription_id, conn.agent_id, request.topic, request.filter)
+        self._reply(conn, request.id, SubscribeResult(subscription_id=subscription.subscription_id))
+
+    def _unsubscribe(self, conn: Connection, request: UnsubscribeRequest) -> None:
+        if not self.subscriptions.remove(conn.agent_id, request.subscription_id):
+            raise RequestError("unknown_subscription", f"no subscription {request.subscription_id!r}",
+                               "subscription_id")
+        self.store.remove_subscription(request.subscription_id)
+        self._reply(conn, request.id, UnsubscribeResult(subscription_id=request.subscription_id))
 
     def _ack(self, conn: Connection, ack: Ack) -> None:
         pending = self._pending.get(ack.message_id)
-        # Acks for router events, late acks and duplicates land here and need nothing.
         if pending is not None and conn.agent_id in pending.waiting:
             self._settle(pending, conn.agent_id, ack.accepted, ack.reason or "refused by recipient")
+        elif ack.accepted:
+            # A late ack for a message the store kept after an ack timeout: it has arrived after all.
+            self.store.remove(conn.agent_id, ack.message_id)
 
     # --- deliveries ---------------------------------------------------------
 
     def _start(self, pending: PendingDelivery, frames: dict[str, str]) -> None:
-        self._pending[pending.message_id] = pending
+        self._pending[pending.envelope.message_id] = pending
+        envelope = pending.envelope
         for agent_id, frame in frames.items():
-            target = self.registry.get(agent_id)
-            if target is None or not target.connection.offer(frame):
+            target = self.registry.online(agent_id)
+            dropped = lambda reason, agent_id=agent_id: self._settle(pending, agent_id, False, reason)  # noqa: E731
+            if target is None or not target.connection.offer(frame, envelope.priority, envelope.expires_at, dropped):
                 pending.waiting.discard(agent_id)
                 pending.refusals[agent_id] = "offline" if target is None else "queue_full"
         if pending.waiting:
             loop = asyncio.get_running_loop()
-            pending.timer = loop.call_later(self.settings.ack_timeout, self._expire, pending)
+            pending.timer = loop.call_later(self.settings.ack_timeout, self._ack_timeout, pending)
         else:
             self._finish(pending)
 
     def _settle(self, pending: PendingDelivery, agent_id: str, accepted: bool, reason: str) -> None:
+        if agent_id not in pending.waiting:
+            return
         pending.waiting.discard(agent_id)
         if accepted:
             pending.delivered.add(agent_id)
@@ -274,46 +361,73 @@ class Router:
         if not pending.waiting:
             self._finish(pending)
 
-    def _expire(self, pending: PendingDelivery) -> None:
+    def _ack_timeout(self, pending: PendingDelivery) -> None:
+        pending.timer = None
         for agent_id in pending.waiting:
             pending.refusals[agent_id] = f"no acknowledgement within {self.settings.ack_timeout:g}s"
         pending.waiting.clear()
-        pending.timer = None
         self._finish(pending)
 
     def _finish(self, pending: PendingDelivery) -> None:
-        self._pending.pop(pending.message_id, None)
+        if self._pending.get(pending.envelope.message_id) is pending:
+            del self._pending[pending.envelope.message_id]
         if pending.timer is not None:
             pending.timer.cancel()
+        message_id = pending.envelope.message_id
         if pending.fanout:
             result = FanoutResult(recipients=pending.recipients, delivered_count=len(pending.delivered),
-                                  message_id=pending.message_id)
+                                  message_id=message_id)
         else:
             (target,) = pending.recipients
-            reason = pending.refusals.get(target)
-            online = self.registry.get(target) is not None
-            result = SendResult(
-                delivered=target in pending.delivered,
-                target_status="offline" if not online else ("online" if reason is None else "busy"),
-                message_id=pending.message_id,
-                reason=reason,
-            )
-        self._reply(pending.sender, pending.ref, result)
+            result = self._direct_result(pending, target)
+        if pending.sender is not None:
+            self._reply(pending.sender, pending.ref, result)
+
+    def _direct_result(self, pending: PendingDelivery, target: str) -> SendResult:
+        record = self.registry.get(target)
+        status = record.status if record is not None else "offline"
+        message_id = pending.envelope.message_id
+        if target in pending.delivered:
+            self.store.remove(target, message_id)  # kept earlier (after an ack timeout, or while offline)
+            return SendResult(delivered=True, target_status=status, message_id=message_id)
+        reason = pending.refusals[target]
+        if reason.startswith("no acknowledgement") or reason == "recipient disconnected":
+            # Maybe it arrived, maybe not: keep it; a redelivery is de-duplicated by the recipient.
+            kept = self._keep(target, pending.envelope, "busy" if status == "online" else status)
+            return kept.model_copy(update={"reason": f"{reason}; {kept.reason}"})
+        if pending.from_store:
+            self.store.remove(target, message_id)  # refused or expired: the recipient has spoken
+        return SendResult(delivered=False, target_status="busy" if status == "online" else status,
+                          message_id=message_id, reason=reason)
 
     # --- output -----------------------------------------------------------
 
+    def _waiter(self, conn: Connection, ref: int) -> Waiter:
+        return Waiter(conn.agent_id, conn, ref)
+
+    def _answer(self, waiter: Waiter, outcome: BaseModel | ErrorInfo) -> None:
+        if isinstance(outcome, ErrorInfo):
+            self._error(waiter.connection, waiter.ref, outcome)
+        else:
+            self._reply(waiter.connection, waiter.ref, outcome)
+
     def _queue(self, conn: Connection, frame) -> None:
         if not conn.offer(frame.model_dump_json()) and not conn.closing:
-            # A client that lets a thousand replies pile up is not reading: drop it
+            # A client that lets its queue fill with replies is not reading: drop it
             # rather than let it hold the router's memory.
             log.warning("closing %s: outgoing queue full", conn.agent_id)
             conn.close(CLOSE_NOT_READING, "outgoing queue full")
 
-    def _reply(self, conn: Connection, ref: int, data) -> None:
+    def _reply(self, conn: Connection, ref: int, data: BaseModel) -> None:
         self._queue(conn, Result(ref=ref, data=data.model_dump(mode="json")))
 
     def _error(self, conn: Connection, ref: int | None, info: ErrorInfo) -> None:
         self._queue(conn, ErrorFrame(ref=ref, error=info))
+
+
+def _hello_of(record: AgentRecord) -> Hello:
+    return Hello(agent_id=record.agent_id, agent_type=record.agent_type, capabilities=record.capabilities,
+                 region=record.region)
 
 
 def _frame_error(exc: ValidationError) -> ErrorInfo:

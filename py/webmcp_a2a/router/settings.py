@@ -16,6 +16,12 @@ class RouterSettings(BaseModel):
         10.0, gt=0, description="Seconds the router waits for a recipient's acknowledgement"
     )
 
+    store_path: str = Field(
+        ":memory:", description="SQLite file for messages kept for absent agents, known agents and subscriptions"
+    )
+    store_limit_per_agent: int = Field(10_000, ge=0, description="Messages kept for one absent agent at most")
+    store_ttl: float = Field(7 * 86400, gt=0, description="Seconds a kept message without its own expiry lives")
+
     @property
     def transport_max_bytes(self) -> int:
         """What the WebSocket layer accepts before it drops the connection (code 1009).

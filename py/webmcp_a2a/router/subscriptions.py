@@ -32,8 +32,9 @@ class SubscriptionTable:
         self._by_topic: dict[str, dict[str, Subscription]] = {}
         self._by_id: dict[str, Subscription] = {}
 
-    def add(self, agent_id: str, topic: str, filter: SubscriptionFilter | None) -> Subscription:
-        subscription = Subscription(f"sub-{uuid.uuid4().hex[:16]}", agent_id, topic, filter)
+    def add(self, agent_id: str, topic: str, filter: SubscriptionFilter | None,
+            subscription_id: str | None = None) -> Subscription:
+        subscription = Subscription(subscription_id or f"sub-{uuid.uuid4().hex[:16]}", agent_id, topic, filter)
         self._by_topic.setdefault(topic, {})[subscription.subscription_id] = subscription
         self._by_id[subscription.subscription_id] = subscription
         return subscription
@@ -49,10 +50,6 @@ class SubscriptionTable:
         if not topic:
             del self._by_topic[subscription.topic]
         return True
-
-    def remove_agent(self, agent_id: str) -> None:
-        for subscription in [s for s in self._by_id.values() if s.agent_id == agent_id]:
-            self.remove(agent_id, subscription.subscription_id)
 
     def matching(self, topic: str, subject_type: str | None, region: Region | None) -> Iterator[Subscription]:
         for subscription in list(self._by_topic.get(topic, {}).values()):

@@ -1,0 +1,346 @@
+"""Load generator: many simulated agents in one process, light enough that the server is the bottleneck.
+
+Each agent is one WebSocket connection driven by ``websockets``' sans-I/O ``ClientProtocol``
+over a plain ``asyncio.Protocol`` (no task, no queue per connection), speaking pre-formatted
+frames. It offers permessage-deflate with the library's defaults, as the project's CPython client
+(``webmcp_a2a.client.cpython.connect``) and browsers do, so the servers run as they do in use.
+
+Two dialects, one closed loop:
+
+* :class:`RouterDialect` speaks the project's protocol (``hello`` / ``send`` / ``broadcast`` /
+  ``ack``); a send completes when its ``result`` frame arrives, i.e. after the recipient's ack.
+* :class:`RelayDialect` speaks the minimal relays' ``"TARGET SENDER KIND SEQ BODY"`` frames and
+  does the acknowledgement end to end: the recipient answers ``"SENDER ME a SEQ"`` through the relay.
+  A direct message therefore costs the same four frames through either server (in, out, ack in,
+  ack out). A relay has no acknowledgements of its own, so in the broadcast closed loop only one
+  recipient (the last connected) acks, to pace the sender; the single fan-out timing has every
+  recipient ack, which is what the router's result stands for.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import random
+import time
+from dataclasses import dataclass, field
+from typing import Callable
+from urllib.parse import urlsplit
+
+from websockets.client import ClientProtocol
+from websockets.extensions.permessage_deflate import enable_client_permessage_deflate
+from websockets.frames import Opcode
+from websockets.http11 import Response
+from websockets.protocol import State
+from websockets.uri import parse_uri
+
+from bench.common import Stats, cpu_seconds, self_cpu_seconds
+
+PAYLOAD = '{"text":"benchmark message","values":[1,2,3],"nested":{"ok":true}}'
+
+
+class Connection(asyncio.Protocol):
+    """One client WebSocket: bytes in -> ``on_text(text)`` calls; ``send(text)`` writes at once."""
+
+    def __init__(self, url: str, on_text: Callable[[str], None], deflate: bool = True) -> None:
+        extensions = enable_client_permessage_deflate(None) if deflate else None
+        self.protocol = ClientProtocol(parse_uri(url), extensions=extensions, max_size=None)
+        self.on_text = on_text
+        self.opened: asyncio.Future = asyncio.get_running_loop().create_future()
+        self.closed: asyncio.Future = asyncio.get_running_loop().create_future()
+        self.transport: asyncio.Transport | None = None
+
+    def connection_made(self, transport) -> None:
+        self.transport = transport
+        self.protocol.send_request(self.protocol.connect())
+        self._flush()
+
+    def data_received(self, data: bytes) -> None:
+        self.protocol.receive_data(data)
+        for event in self.protocol.events_received():
+            if isinstance(event, Response):
+                if self.protocol.state is State.OPEN:
+                    self.opened.set_result(None)
+                elif not self.opened.done():
+                    self.opened.set_exception(ConnectionError(f"handshake failed: HTTP {event.status_code}"))
+            elif event.opcode is Opcode.TEXT:
+                self.on_text(bytes(event.data).decode())
+        self._flush()
+
+    def connection_lost(self, exc) -> None:
+        if not self.opened.done():
+            self.opened.set_exception(exc or ConnectionError("closed during handshake"))
+        if not self.closed.done():
+            self.closed.set_result(None)
+
+    def send(self, text: str) -> None:
+        self.protocol.send_text(text.encode())
+        self._flush()
+
+    def close(self) -> None:
+        if self.protocol.state is State.OPEN:
+            self.protocol.send_close()
+            self._flush()
+        if self.transport is not None:
+            self.transport.close()
+
+    def _flush(self) -> None:
+        for data in self.protocol.data_to_send():
+            if data and self.transport is not None:
+                self.transport.write(data)
+
+
+@dataclass
+class SimAgent:
+    name: str
+    conn: Connection | None = None
+    seq: int = 0
+    pending: dict = field(default_factory=dict)  # seq -> [future, acks still expected]
+    welcomed: asyncio.Future | None = None
+
+    def complete(self, seq: int) -> None:
+        entry = self.pending.get(seq)
+        if entry is None:
+            return
+        entry[1] -= 1
+        if entry[1] <= 0:
+            del self.pending[seq]
+            if not entry[0].done():
+                entry[0].set_result(time.perf_counter())
+
+
+class Counters:
+    """Shared by every agent of a load: deliveries so far and when the last one arrived."""
+
+    def __init__(self) -> None:
+        self.deliveries = 0
+        self.last_delivery = 0.0
+        self.errors = 0
+        self.last_error = ""
+
+    def delivered(self) -> None:
+        self.deliveries += 1
+        self.last_delivery = time.perf_counter()
+
+
+class RouterDialect:
+    name = "router"
+    aggregates_acks = True
+
+    def __init__(self, base_ws: str) -> None:
+        self.base = base_ws
+
+    def url(self, agent: SimAgent) -> str:
+        return f"{self.base}/a2a"
+
+    async def join(self, agent: SimAgent) -> None:
+        agent.welcomed = asyncio.get_running_loop().create_future()
+        agent.conn.send(json.dumps({"type": "hello", "agent_id": agent.name, "agent_type": "executor"}))
+        await agent.welcomed
+
+    def direct(self, agent: SimAgent, to: str, seq: int) -> str:
+        return ('{"type":"send","id":%d,"envelope":{"message_id":"%s-%d","to_agent":"%s",'
+                '"message_type":"notification","payload":%s}}' % (seq, agent.name, seq, to, PAYLOAD))
+
+    def broadcast(self, agent: SimAgent, seq: int, acker: str | None = None) -> str:
+        return ('{"type":"broadcast","id":%d,"envelope":{"message_id":"%s-%d","to_agent":"broadcast",'
+                '"message_type":"notification","payload":%s},"agent_type":"all"}' % (seq, agent.name, seq, PAYLOAD))
+
+    def on_text(self, agent: SimAgent, counters: Counters, text: str) -> None:
+        frame = json.loads(text)
+        kind = frame["type"]
+        if kind == "deliver":
+            agent.conn.send('{"type":"ack","message_id":"%s"}' % frame["envelope"]["message_id"])
+            counters.delivered()
+        elif kind == "result":
+            agent.complete(frame["ref"])
+        elif kind == "welcome":
+            agent.welcomed.set_result(None)
+        else:
+            counters.errors += 1
+            counters.last_error = text[:300]
+            if frame.get("ref") is not None:
+                agent.complete(frame["ref"])
+
+
+class RelayDialect:
+    aggregates_acks = False
+
+    def __init__(self, base_ws: str, path: str = "/", name: str = "relay") -> None:
+        self.base, self.path, self.name = base_ws, path, name
+
+    def url(self, agent: SimAgent) -> str:
+        return f"{self.base}{self.path}{agent.name}"
+
+    async def join(self, agent: SimAgent) -> None:
+        return None
+
+    def direct(self, agent: SimAgent, to: str, seq: int) -> str:
+        return ('%s %s m %d {"message_id":"%s-%d","to_agent":"%s","message_type":"notification","payload":%s}'
+                % (to, agent.name, seq, agent.name, seq, to, PAYLOAD))
+
+    def broadcast(self, agent: SimAgent, seq: int, acker: str | None = None) -> str:
+        """Every recipient acks, or (``acker``) only that one."""
+        kind = f"o:{acker}" if acker else "m"
+        return ('* %s %s %d {"message_id":"%s-%d","to_agent":"broadcast","message_type":"notification","payload":%s}'
+                % (agent.name, kind, seq, agent.name, seq, PAYLOAD))
+
+    def on_text(self, agent: SimAgent, counters: Counters, text: str) -> None:
+        _, sender, kind, seq = text.split(" ", 4)[:4]
+        if kind == "a":
+            agent.complete(int(seq))
+            return
+        if kind == "m" or kind[2:] == agent.name:
+            agent.conn.send(f"{sender} {agent.name} a {seq}")
+        counters.delivered()
+
+
+@dataclass
+class Phase:
+    """What closed-loop runs measured; runs of the same kind merge (``Phase.merge``)."""
+
+    rates: list[float]  # deliveries per second, one sample per time slice
+    latencies_ms: list[float]  # send -> completion (acknowledged), one sample per completed send
+    costs_us: list[float]  # server CPU per delivery, one sample per time slice
+    server_cpu_s: float
+    client_cpu_s: float
+    deliveries: int
+    window_s: float
+
+    @property
+    def messages_per_s(self) -> Stats:
+        return Stats.of(self.rates)
+
+    @property
+    def latency_ms(self) -> Stats:
+        return Stats.of(self.latencies_ms)
+
+    @property
+    def server_us_per_message(self) -> Stats:
+        return Stats.of(self.costs_us)
+
+    @property
+    def server_cpu_util(self) -> float:
+        return self.server_cpu_s / self.window_s
+
+    @property
+    def client_cpu_util(self) -> float:
+        return self.client_cpu_s / self.window_s
+
+    @classmethod
+    def merge(cls, phases: list[Phase]) -> Phase:
+        return cls([x for p in phases for x in p.rates], [x for p in phases for x in p.latencies_ms],
+                   [x for p in phases for x in p.costs_us], sum(p.server_cpu_s for p in phases),
+                   sum(p.client_cpu_s for p in phases), sum(p.deliveries for p in phases),
+                   sum(p.window_s for p in phases))
+
+
+class Load:
+    """``n`` simulated agents connected to one server through one dialect."""
+
+    def __init__(self, dialect, n: int, server_pid: int, *, deflate: bool = True, prefix: str = "c") -> None:
+        self.dialect, self.n, self.server_pid, self.deflate = dialect, n, server_pid, deflate
+        self.agents = [SimAgent(f"{prefix}{i}") for i in range(n)]
+        self.counters = Counters()
+
+    async def connect(self, batch: int = 100) -> float:
+        """Connect (and register) every agent, ``batch`` at a time; returns the seconds it took."""
+        loop = asyncio.get_running_loop()
+        started = time.perf_counter()
+
+        async def one(agent: SimAgent) -> None:
+            url = self.dialect.url(agent)
+            parts = urlsplit(url)
+            agent.conn = Connection(url, lambda text: self.dialect.on_text(agent, self.counters, text), self.deflate)
+            await loop.create_connection(lambda: agent.conn, parts.hostname, parts.port)
+            await asyncio.wait_for(agent.conn.opened, 30)
+            await asyncio.wait_for(self.dialect.join(agent), 30)
+
+        for first in range(0, self.n, batch):
+            await asyncio.gather(*(one(agent) for agent in self.agents[first:first + batch]))
+        return time.perf_counter() - started
+
+    async def close(self) -> None:
+        for agent in self.agents:
+            if agent.conn is not None:
+                agent.conn.close()
+        await asyncio.gather(*(asyncio.wait_for(agent.conn.closed, 5) for agent in self.agents if agent.conn),
+                             return_exceptions=True)
+
+    def _send(self, agent: SimAgent, broadcast: bool, target: str | None, every_ack: bool = False) -> asyncio.Future:
+        agent.seq += 1
+        future = asyncio.get_running_loop().create_future()
+        acker = None
+        if broadcast and not every_ack and not self.dialect.aggregates_acks:
+            acker = self.agents[-1].name if self.agents[-1] is not agent else self.agents[-2].name
+        acks = self.n - 1 if broadcast and acker is None and not self.dialect.aggregates_acks else 1
+        agent.pending[agent.seq] = [future, acks]
+        text = (self.dialect.broadcast(agent, agent.seq, acker) if broadcast
+                else self.dialect.direct(agent, target, agent.seq))
+        agent.conn.send(text)
+        return future
+
+    async def closed_loop(self, *, broadcast: bool, senders: int, warmup: float, window: float,
+                          slice_s: float) -> Phase:
+        """``senders`` agents each keep one message in flight (the next goes when the last is acknowledged)."""
+        stop = False
+        completions: list[tuple[float, float]] = []
+        names = [agent.name for agent in self.agents]
+
+        async def sender(index: int) -> None:
+            agent, rng = self.agents[index], random.Random(index)
+            while not stop:
+                target = None
+                if not broadcast:
+                    target = names[rng.randrange(self.n - 1)]
+                    if target == agent.name:
+                        target = names[-1]
+                sent = time.perf_counter()
+                done = await asyncio.wait_for(self._send(agent, broadcast, target), 30)
+                completions.append((done, done - sent))
+
+        tasks = [asyncio.create_task(sender(i)) for i in range(senders)]
+        try:
+            await asyncio.sleep(warmup)
+            marks = []  # (time, deliveries, server cpu)
+            started = time.perf_counter()
+            client_cpu = self_cpu_seconds()
+            for k in range(round(window / slice_s) + 1):
+                marks.append((time.perf_counter(), self.counters.deliveries, cpu_seconds(self.server_pid)))
+                if k < round(window / slice_s):
+                    await asyncio.sleep(started + (k + 1) * slice_s - time.perf_counter())
+            client_cpu = self_cpu_seconds() - client_cpu
+        finally:
+            stop = True
+            results = await asyncio.gather(*tasks, return_exceptions=True)
+        failures = [result for result in results if isinstance(result, BaseException)]
+        if failures:
+            raise RuntimeError(f"{len(failures)} senders failed, first: {failures[0]!r}; "
+                               f"last error frame: {self.counters.last_error}")
+        if self.counters.errors:
+            raise RuntimeError(f"{self.counters.errors} error frames, last: {self.counters.last_error}")
+        (t0, d0, c0), (t1, d1, c1) = marks[0], marks[-1]
+        rates, costs = [], []
+        for (ta, da, ca), (tb, db, cb) in zip(marks, marks[1:]):
+            rates.append((db - da) / (tb - ta))
+            if db > da:
+                costs.append((cb - ca) / (db - da) * 1e6)
+        latencies = [latency * 1000 for done, latency in completions if t0 <= done <= t1]
+        return Phase(rates, latencies, costs, c1 - c0, client_cpu, d1 - d0, t1 - t0)
+
+    async def fanout(self, reps: int, pause: float = 0.05) -> tuple[list[float], list[float]]:
+        """One broadcast at a time from agent 0 to all others: ms to the last recipient, ms to the sender's completion."""
+        last, complete = [], []
+        for _ in range(reps):
+            await asyncio.sleep(pause)
+            before = self.counters.deliveries
+            sent = time.perf_counter()
+            done = await asyncio.wait_for(self._send(self.agents[0], True, None, every_ack=True), 60)
+            deadline = time.perf_counter() + 10
+            while self.counters.deliveries - before < self.n - 1 and time.perf_counter() < deadline:
+                await asyncio.sleep(0.001)
+            if self.counters.deliveries - before < self.n - 1:
+                raise RuntimeError(f"broadcast reached {self.counters.deliveries - before} of {self.n - 1}")
+            last.append((self.counters.last_delivery - sent) * 1000)
+            complete.append((done - sent) * 1000)
+        return last, complete

@@ -1,0 +1,105 @@
+"""Where the router's CPU goes under load: py-spy on ``serve.py`` while simulated agents hammer it.
+
+    python bench/profile_router.py [--n 100] [--seconds 8] [--broadcast] [--relay]
+
+Needs py-spy (``.venv/bin/pip install py-spy``; a tool of this benchmark, not a project
+dependency). Starts ``serve.py`` (or, with ``--relay``, the minimal ``websockets`` relay), connects
+``--n`` agents with :mod:`bench.loadgen`, runs the closed loop of direct messages (or broadcasts)
+and samples the server at 200 Hz. Prints the share of samples by layer (inclusive: a sample counts
+for every layer on its stack) and by leaf line (self time), and keeps the raw stacks in
+``bench/results/profile-*.txt`` for a flame graph.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import collections
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+if __name__ == "__main__" and __package__ in (None, ""):
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from bench.common import RESULTS, project_server, raise_fd_limit, relay_server, servers  # noqa: E402
+from bench.loadgen import Load, RelayDialect, RouterDialect  # noqa: E402
+
+# Inclusive layers: a stack is counted once per layer whose marker appears in any of its frames.
+LAYERS = [
+    ("router: routing.py (validation, routing, acks, results)", "router/routing.py"),
+    ("  pydantic validate (CLIENT_FRAME.validate_json)", "routing.py:87)"),
+    ("  pydantic serialise (model_dump_json / model_dump)", "model_dump"),
+    ("  router: ack timers (call_later / cancel)", "call_later"),
+    ("router: connection.py writer task", "router/connection.py"),
+    ("router: app.py socket loop", "router/app.py"),
+    ("starlette websocket layer", "starlette/"),
+    ("uvicorn websockets-sansio protocol", "uvicorn/protocols/websockets"),
+    ("permessage-deflate (zlib compress/decompress)", "permessage_deflate.py"),
+    ("websockets frame parse/serialise", "websockets/frames.py"),
+    ("asyncio event loop machinery", "asyncio/"),
+]
+
+
+def summarize(raw: Path, top: int = 25) -> str:
+    stacks: list[tuple[list[str], int]] = []
+    for line in raw.read_text().splitlines():
+        if not line.strip():
+            continue
+        stack, _, count = line.rpartition(" ")
+        stacks.append((stack.split(";"), int(count)))
+    total = sum(count for _, count in stacks) or 1
+    # Idle samples: the loop waiting in select/epoll.
+    idle = sum(count for frames, count in stacks if "select (selectors.py" in frames[-1]
+               or "_run_once (asyncio/base_events.py" in frames[-1] and "select" in frames[-1])
+    out = [f"{total} samples ({idle / total:.0%} idle in select)", "", "inclusive share by layer:"]
+    for label, marker in LAYERS:
+        share = sum(count for frames, count in stacks if any(marker in frame for frame in frames))
+        out.append(f"  {share / total:6.1%}  {label}")
+    leaves = collections.Counter()
+    for frames, count in stacks:
+        leaves[frames[-1]] += count
+    out += ["", f"top {top} leaf frames (self time):"]
+    out += [f"  {count / total:6.1%}  {frame}" for frame, count in leaves.most_common(top)]
+    return "\n".join(out)
+
+
+async def load(server, relay: bool, n: int, seconds: float, broadcast: bool, raw: Path) -> str:
+    dialect = RelayDialect(server.ws) if relay else RouterDialect(server.ws)
+    generator = Load(dialect, n, server.pid)
+    await generator.connect()
+    spy = subprocess.Popen([shutil.which("py-spy") or str(Path(sys.executable).parent / "py-spy"), "record",
+                            "--pid", str(server.pid), "--duration", str(int(seconds)), "--rate", "200",
+                            "--format", "raw", "--output", str(raw)],
+                           stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    phase = await generator.closed_loop(broadcast=broadcast, senders=min(n, 10) if broadcast else n,
+                                        warmup=0.5, window=seconds + 1, slice_s=0.5)
+    stderr = await asyncio.to_thread(spy.communicate)
+    await generator.close()
+    if spy.returncode != 0:
+        raise RuntimeError(f"py-spy failed: {stderr[1].decode()[-500:]}")
+    return (f"{dialect.name}, N={n}, {'broadcast' if broadcast else 'direct'}: "
+            f"{phase.messages_per_s.median:,.0f} msgs/s, server CPU {phase.server_cpu_util:.0%}, "
+            f"{phase.server_us_per_message.median:.0f} us CPU per message")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--n", type=int, default=100)
+    parser.add_argument("--seconds", type=float, default=8)
+    parser.add_argument("--broadcast", action="store_true")
+    parser.add_argument("--relay", action="store_true", help="profile the minimal websockets relay instead")
+    args = parser.parse_args()
+    raise_fd_limit()
+    RESULTS.mkdir(exist_ok=True)
+    raw = RESULTS / f"profile-{'relay' if args.relay else 'router'}-n{args.n}-{'bcast' if args.broadcast else 'direct'}.txt"
+    with servers(relay_server() if args.relay else project_server()) as (server,):
+        headline = asyncio.run(load(server, args.relay, args.n, args.seconds, args.broadcast, raw))
+    print(headline)
+    print(summarize(raw))
+    print(f"\nraw stacks: {raw.relative_to(Path.cwd()) if raw.is_relative_to(Path.cwd()) else raw}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,139 @@
+"""What the router must not forget: messages accepted for absent agents, known agents, subscriptions.
+
+SQLite is the embedded default (``--store PATH``; ``:memory:`` keeps nothing across
+restarts). The database runs in WAL mode with ``synchronous=NORMAL``: a commit is
+in the operating system's hands before the router answers, so killing the router
+process (even with SIGKILL) loses nothing it has acknowledged; only a power cut
+may lose the last commits.
+
+Only messages the router *accepts without delivering* are written here. A delivery
+to an online agent is answered only after that agent acknowledged it, so the
+sender's outbox, not this store, covers a router crash in between.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import time
+from typing import Iterator
+
+from ..protocol import Envelope, Hello, SubscriptionFilter
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS stored_messages (
+    seq INTEGER PRIMARY KEY AUTOINCREMENT,
+    recipient TEXT NOT NULL,
+    message_id TEXT NOT NULL,
+    expires_at REAL NOT NULL,
+    envelope TEXT NOT NULL,
+    UNIQUE (recipient, message_id)
+);
+CREATE TABLE IF NOT EXISTS agents (
+    agent_id TEXT PRIMARY KEY,
+    hello TEXT NOT NULL,
+    last_seen REAL NOT NULL
+);
+CREATE TABLE IF NOT EXISTS subscriptions (
+    subscription_id TEXT PRIMARY KEY,
+    agent_id TEXT NOT NULL,
+    topic TEXT NOT NULL,
+    filter TEXT
+);
+"""
+
+
+class Store:
+    def __init__(self, path: str = ":memory:", per_agent_limit: int = 10_000, default_ttl: float = 7 * 86400):
+        self.per_agent_limit = per_agent_limit
+        self.default_ttl = default_ttl
+        # Autocommit: each statement is durable on its own. The router may be built in one
+        # thread and served in another, but it is only ever used by one event loop at a time.
+        self._db = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+        self._db.execute("PRAGMA journal_mode=WAL")
+        self._db.execute("PRAGMA synchronous=NORMAL")
+        self._db.executescript(_SCHEMA)
+        # An index of what is stored, so the hot path (a delivered message) asks no query.
+        self._held: dict[str, set[str]] = {}
+        for recipient, message_id in self._db.execute("SELECT recipient, message_id FROM stored_messages"):
+            self._held.setdefault(recipient, set()).add(message_id)
+
+    def close(self) -> None:
+        self._db.close()
+
+    # --- messages for absent agents ------------------------------------------------
+
+    def put(self, recipient: str, envelope: Envelope) -> bool:
+        """Keep ``envelope`` for ``recipient``; False when its share of the store is full.
+
+        Storing the same message twice (a sender's resend) keeps one copy.
+        """
+        held = self._held.setdefault(recipient, set())
+        if envelope.message_id in held:
+            return True
+        if len(held) >= self.per_agent_limit:
+            return False
+        expires_at = envelope.expires_at or time.time() + self.default_ttl
+        self._db.execute(
+            "INSERT OR IGNORE INTO stored_messages (recipient, message_id, expires_at, envelope) VALUES (?, ?, ?, ?)",
+            (recipient, envelope.message_id, expires_at, envelope.model_dump_json()),
+        )
+        held.add(envelope.message_id)
+        return True
+
+    def holds(self, recipient: str, message_id: str) -> bool:
+        return message_id in self._held.get(recipient, ())
+
+    def waiting_for(self, recipient: str) -> list[Envelope]:
+        """What is kept for ``recipient``, in the order it was accepted; expired messages are dropped."""
+        if not self._held.get(recipient):
+            return []
+        expired = self._db.execute("DELETE FROM stored_messages WHERE recipient = ? AND expires_at <= ? "
+                                   "RETURNING message_id", (recipient, time.time())).fetchall()
+        self._held[recipient].difference_update(message_id for (message_id,) in expired)
+        rows = self._db.execute("SELECT envelope FROM stored_messages WHERE recipient = ? ORDER BY seq",
+                                (recipient,)).fetchall()
+        return [Envelope.model_validate_json(envelope) for (envelope,) in rows]
+
+    def remove(self, recipient: str, message_id: str) -> None:
+        held = self._held.get(recipient)
+        if held is None or message_id not in held:
+            return
+        held.discard(message_id)
+        self._db.execute("DELETE FROM stored_messages WHERE recipient = ? AND message_id = ?",
+                         (recipient, message_id))
+
+    def count(self, recipient: str) -> int:
+        return len(self._held.get(recipient, ()))
+
+    # --- agents the router has met ---------------------------------------------------
+
+    def remember_agent(self, hello: Hello, last_seen: float) -> None:
+        self._db.execute(
+            "INSERT INTO agents (agent_id, hello, last_seen) VALUES (?, ?, ?) "
+            "ON CONFLICT (agent_id) DO UPDATE SET hello = excluded.hello, last_seen = excluded.last_seen",
+            (hello.agent_id, hello.model_dump_json(), last_seen),
+        )
+
+    def forget_agent(self, agent_id: str) -> None:
+        self._db.execute("DELETE FROM agents WHERE agent_id = ?", (agent_id,))
+
+    def known_agents(self) -> Iterator[tuple[Hello, float]]:
+        for hello, last_seen in self._db.execute("SELECT hello, last_seen FROM agents ORDER BY last_seen"):
+            yield Hello.model_validate_json(hello), last_seen
+
+    # --- subscriptions -----------------------------------------------------------------
+
+    def add_subscription(self, subscription_id: str, agent_id: str, topic: str,
+                         filter: SubscriptionFilter | None) -> None:
+        self._db.execute("INSERT INTO subscriptions VALUES (?, ?, ?, ?)",
+                         (subscription_id, agent_id, topic, filter.model_dump_json() if filter else None))
+
+    def remove_subscription(self, subscription_id: str) -> None:
+        self._db.execute("DELETE FROM subscriptions WHERE subscription_id = ?", (subscription_id,))
+
+    def subscriptions(self) -> Iterator[tuple[str, str, str, SubscriptionFilter | None]]:
+        for subscription_id, agent_id, topic, filter in self._db.execute(
+                "SELECT subscription_id, agent_id, topic, filter FROM subscriptions"):
+            yield subscription_id, agent_id, topic, SubscriptionFilter.model_validate_json(filter) if filter else None
+

@@ -1,0 +1,102 @@
+"""The router's per-connection write queue: priority order, bounds, overflow and expiry.
+
+A real Connection writing into a sink the test opens and closes like a slow socket.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+from webmcp_a2a.router.connection import Connection
+
+
+class GatedSink:
+    """Accepts frames only while open, like a socket whose peer is not reading."""
+
+    def __init__(self) -> None:
+        self.written: list[str] = []
+        self.open = asyncio.Event()
+
+    async def send(self, text: str) -> None:
+        await self.open.wait()
+        self.written.append(text)
+
+    async def close(self, code: int, reason: str) -> None:
+        self.written.append(f"closed {code}")
+
+
+async def drain(connection: Connection, sink: GatedSink, count: int) -> list[str]:
+    writer = asyncio.create_task(connection.run_writer())
+    await asyncio.sleep(0)  # the writer takes the first frame and blocks on the gate
+    sink.open.set()
+    while len(sink.written) < count:
+        await asyncio.sleep(0.001)
+    writer.cancel()
+    return sink.written
+
+
+async def test_higher_priority_is_written_first_and_fifo_within_a_priority():
+    sink = GatedSink()
+    connection = Connection(sink.send, sink.close, queue_limit=100)
+    for text, priority in [("low-1", 1), ("normal-1", 5), ("low-2", 1), ("critical-1", 10), ("normal-2", 5),
+                           ("high-1", 8)]:
+        assert connection.offer(text, priority)
+    assert await drain(connection, sink, 6) == ["critical-1", "high-1", "normal-1", "normal-2", "low-1", "low-2"]
+
+
+async def test_replies_outrank_every_delivery():
+    sink = GatedSink()
+    connection = Connection(sink.send, sink.close, queue_limit=10)
+    connection.offer("critical", 10)
+    connection.offer("reply")  # control frames default to the top priority
+    assert await drain(connection, sink, 2) == ["reply", "critical"]
+
+
+async def test_full_queue_refuses_a_newcomer_that_outranks_nothing():
+    sink = GatedSink()
+    connection = Connection(sink.send, sink.close, queue_limit=2)
+    assert connection.offer("a", 5) and connection.offer("b", 5)
+    assert connection.offer("c", 5) is False
+    assert connection.offer("d", 1) is False
+    assert len(connection) == 2
+
+
+async def test_full_queue_evicts_the_newest_of_the_lowest_priority_for_a_higher_one():
+    sink = GatedSink()
+    connection = Connection(sink.send, sink.close, queue_limit=3)
+    dropped = []
+    for text in ("low-old", "low-new"):
+        connection.offer(text, 1, on_drop=lambda reason, text=text: dropped.append((text, reason)))
+    connection.offer("normal", 5)
+    assert connection.offer("critical", 10)
+    assert dropped == [("low-new", "evicted")]
+    assert await drain(connection, sink, 3) == ["critical", "normal", "low-old"]
+
+
+async def test_expired_frame_is_dropped_not_written_and_its_sender_told():
+    sink = GatedSink()
+    connection = Connection(sink.send, sink.close, queue_limit=10)
+    dropped = []
+    connection.offer("first", 5)
+    connection.offer("stale", 5, expires_at=time.time() + 0.05, on_drop=dropped.append)
+    connection.offer("fresh", 5, expires_at=time.time() + 60)
+    writer = asyncio.create_task(connection.run_writer())
+    await asyncio.sleep(0.1)  # "stale" expires while "first" is stuck on the gate
+    sink.open.set()
+    while len(sink.written) < 2:
+        await asyncio.sleep(0.001)
+    writer.cancel()
+    assert sink.written == ["first", "fresh"]
+    assert dropped == ["expired"]
+
+
+async def test_close_waits_for_queued_frames():
+    sink = GatedSink()
+    connection = Connection(sink.send, sink.close, queue_limit=10)
+    connection.offer("last words")
+    connection.close(4000, "bye")
+    assert connection.offer("too late") is False
+    sink.open.set()
+    await connection.run_writer()
+    assert sink.written == ["last words", "closed 4000"]
