@@ -1,20 +1,18 @@
 /**
- * Boot a Python agent in this page: WebMCP context, Pyodide + pydantic, the project's package, start.
+ * Boot a Python agent on this page's main thread: WebMCP context, Pyodide + pydantic, the
+ * project's package (runtime.js, shared with the agent worker), start.
  *
- * Everything comes from the page's own server: Pyodide and the wheels from /static (a pinned,
- * hash-checked copy), the project's Python from /py/webmcp_a2a.zip (zipped per request, so an
- * edit under py/ shows on reload). The slow steps run side by side.
- *
- * Resolves to `{pyodide, agent, native}`; `agent` is the Python PageAgent (a PyProxy).
+ * Resolves to `{pyodide, agent, native}`; `agent` is the Python HostedAgent (a PyProxy).
+ * `uplink` (optional) is the agent's line to the hub of the page hosting it (hub.js / channel.js).
  * Emits `a2a:*` CustomEvents on window: `state`, `message`, `tool` (every tool call and its result).
+ * An agent in a Web Worker instead: worker-host.js.
  */
 
+import { startPython } from "./runtime.js";
 import { installModelContext, registerTool } from "./webmcp.js";
 
-const PYODIDE_URL = "/static/pyodide/";
-const WHEELS_LOCK = "/static/wheels/pyodide-lock.json";
-const PACKAGE_ZIP = "/py/webmcp_a2a.zip";
-const PACKAGE_DIR = "/home/pyodide/app";
+/** Where the test page runs its agent by default (measured: see docs/notes/workers-and-frames.md). */
+export const DEFAULT_MODE = "worker";
 
 export function pageConfig(params = new URLSearchParams(location.search)) {
   const region = params.get("region")?.split(",").map(Number);
@@ -23,8 +21,23 @@ export function pageConfig(params = new URLSearchParams(location.search)) {
     agent_type: params.get("agent_type") || "executor",
     capabilities: params.get("capabilities")?.split(",").filter(Boolean) ?? [],
     region: region?.length === 4 ? { x: region[0], y: region[1], width: region[2], height: region[3] } : null,
-    router_url: params.get("router") || `${location.protocol === "https:" ? "wss" : "ws"}://${location.host}/a2a`,
+    router_url: params.get("router") || defaultRouterUrl(),
+    ...placement(params),
   };
+}
+
+export function defaultRouterUrl() {
+  return `${location.protocol === "https:" ? "wss" : "ws"}://${location.host}/a2a`;
+}
+
+// ?mode=worker|main: where the page's agent runs. ?embedded=1: the page is an iframe whose agent
+// lives in the iframe's document and falls back to its parent's relay. ?probe_max_delay= and
+// ?open_timeout= (seconds) tune the fallback (tests use short ones).
+function placement(params) {
+  const embedded = params.get("embedded") === "1" && window.parent !== window;
+  const mode = embedded ? "main" : ["worker", "main"].includes(params.get("mode")) ? params.get("mode") : DEFAULT_MODE;
+  const seconds = (name) => (Number(params.get(name)) > 0 ? { [name]: Number(params.get(name)) } : {});
+  return { mode, embedded, where: embedded ? "iframe" : mode, ...seconds("probe_max_delay"), ...seconds("open_timeout") };
 }
 
 // A generated id survives a reload of the same tab, so a reload is the same agent coming back.
@@ -41,18 +54,9 @@ export function emit(kind, detail) {
   window.dispatchEvent(new CustomEvent(`a2a:${kind}`, { detail }));
 }
 
-export async function boot(config = pageConfig()) {
+export async function boot(config = pageConfig(), { uplink = null } = {}) {
   performance.mark("a2a:boot");
-  const [{ context, native }, pyodide, packageZip] = await Promise.all([
-    installModelContext(),
-    loadPythonRuntime(),
-    fetch(PACKAGE_ZIP).then((response) => {
-      if (!response.ok) throw new Error(`${PACKAGE_ZIP}: HTTP ${response.status}`);
-      return response.arrayBuffer();
-    }),
-  ]);
-  pyodide.unpackArchive(packageZip, "zip", { extractDir: PACKAGE_DIR });
-  pyodide.runPython(`import sys; sys.path.insert(0, "${PACKAGE_DIR}")`);
+  const [{ context, native }, pyodide] = await Promise.all([installModelContext(), startPython()]);
   performance.mark("a2a:python-ready");
 
   const bridge = {
@@ -71,19 +75,9 @@ export async function boot(config = pageConfig()) {
       }),
     emit: (kind, detailJson) => emit(kind, JSON.parse(detailJson)),
   };
-  const page = pyodide.pyimport("webmcp_a2a.browser.page");
-  const agent = await page.start(JSON.stringify(config), bridge);
+  const page = pyodide.pyimport("webmcp_a2a.browser.hosted");
+  const agent = await page.start(JSON.stringify(config), bridge, uplink);
   page.destroy();
   performance.mark("a2a:tools-registered");
   return { pyodide, agent, native, context };
-}
-
-async function loadPythonRuntime() {
-  const { loadPyodide } = await import(`${PYODIDE_URL}pyodide.mjs`);
-  const pyodide = await loadPyodide({ indexURL: PYODIDE_URL, lockFileURL: new URL(WHEELS_LOCK, location.href).href });
-  const failures = [];
-  // loadPackage reports a failure through errorCallback, not by throwing.
-  await pyodide.loadPackage(["pydantic"], { errorCallback: (message) => failures.push(message) });
-  if (failures.length) throw new Error(`Could not load pydantic: ${failures.join("; ")}`);
-  return pyodide;
 }

@@ -6,7 +6,9 @@
  * router has welcomed the agent; `window.a2a.agent` is the Python PageAgent.
  */
 
-import { boot, pageConfig } from "./boot.js";
+import { pageConfig } from "./boot.js";
+import { drops } from "./channel.js";
+import { startPageAgent } from "./placement.js";
 
 const $ = (id) => document.getElementById(id);
 const config = pageConfig();
@@ -38,7 +40,16 @@ function log(kind, summary, detail) {
   $("log").prepend(item);
 }
 
+const PLACES = { main: "this page's main thread", worker: "a Web Worker of this page", iframe: "this iframe (hosted by its parent page)" };
+$("where").textContent = PLACES[config.where];
+const showDrops = () => ($("dropped").textContent = `${drops.total} dropped (${drops.foreign_origin} from another origin)`);
+drops.listeners.add(showDrops);
+showDrops();
+
 window.addEventListener("a2a:state", ({ detail }) => {
+  if (detail.agent_id && detail.agent_id !== config.agent_id) return; // another agent of this page
+  $("transport").textContent = detail.transport ? `${detail.transport}${detail.fallback ? " (fallback: relayed by the host page)" : ""}` : "none";
+  $("transport").dataset.transport = detail.transport ?? "none";
   $("state").textContent = detail.state;
   $("state").dataset.state = detail.state;
   $("state-detail").textContent = detail.reason ? `${detail.reason}${detail.retry_in ? `, retry in ${detail.retry_in}s` : ""}` : `via ${detail.transport}`;
@@ -94,10 +105,10 @@ $("tool-form").addEventListener("submit", async (event) => {
 });
 
 async function start() {
-  const booted = await boot(config);
+  const booted = await startPageAgent(config);
   $("webmcp-kind").textContent = booted.native ? "native document.modelContext" : "polyfill (@mcp-b/webmcp-polyfill)";
   showTools(await navigator.modelContext.listTools());
-  await booted.agent.connected.wait();
+  await booted.connected;
   const [boot_, ready] = [performance.getEntriesByName("a2a:boot")[0], performance.now()];
   performance.mark("a2a:ready");
   $("startup").textContent = `ready ${Math.round(ready)} ms after navigation (boot script started at ${Math.round(boot_.startTime)} ms)`;
@@ -107,7 +118,8 @@ async function start() {
 
 const ready = start();
 window.a2a = { config, ready: ready.then(() => true) };
-ready.then(({ agent, pyodide, native }) => Object.assign(window.a2a, { agent, pyodide, native }));
+window.a2a.drops = drops;
+ready.then(({ agent, pyodide, native, hub }) => Object.assign(window.a2a, { agent, pyodide, native, hub }));
 ready.catch((error) => {
   $("state").textContent = "failed";
   $("state").dataset.state = "failed";
