@@ -73,8 +73,11 @@ class Mesh:
         return self.mode == "native"
 
     def open_agent(self, name: str, agent_type: str, **params: str) -> Page:
-        """Open the test page as agent ``name-MODE-N`` and wait until it is ready."""
-        agent_id = f"{name}-{self.mode}-{next(_page_ids)}"
+        """Open the test page as a new agent ``name-MODE-N`` and wait until it is ready."""
+        return self.reopen_agent(f"{name}-{self.mode}-{next(_page_ids)}", agent_type, **params)
+
+    def reopen_agent(self, agent_id: str, agent_type: str, **params: str) -> Page:
+        """Open the test page as agent ``agent_id`` and wait until it is ready."""
         query = "&".join(f"{key}={value}" for key, value in {"agent_id": agent_id, "agent_type": agent_type,
                                                                **params}.items())
         page = self.context.new_page()

@@ -18,6 +18,12 @@ const EXAMPLES = {
   a2a_broadcast: { agent_type: "all", message_type: "notification", payload: { text: "hello, everyone" } },
   a2a_subscribe: { event_type: "peer_discovered" },
   a2a_inbox: { wait_seconds: 0 },
+  a2a_publish: { event_type: "region_change", payload: { change: "door opened" }, region: { x: 0, y: 0, width: 10, height: 10 } },
+  a2a_unsubscribe: { subscription_id: "sub-..." },
+  a2a_discover: { agent_type: "monitor" },
+  a2a_lock: { name: "printer", action: "acquire", wait_seconds: 5 },
+  a2a_barrier: { name: "round-1", count: 2, timeout_seconds: 30 },
+  a2a_request: { target_agent_id: "bob", payload: { task: "summarise" }, timeout_seconds: 10 },
 };
 
 $("agent-id").textContent = config.agent_id;
