@@ -4,17 +4,21 @@ Router: RSS (``VmRSS`` of /proc/PID/status) of a fresh ``serve.py`` once idle, t
 agents connected and welcomed (``bench.loadgen``, batches of 100), settled for a second; the
 difference divided by 1,000. Baseline: the same for the minimal ``websockets`` relay
 (``bench/baselines/ws_relay.py``). Clients offer permessage-deflate, as browsers and the project's
-client do; the run is repeated with clients that do not, to show what compression state costs.
+client do; the full mode repeats it with clients that do not, to show what compression state costs.
 
-Page: the test page (``serve.py``) and the bare Pyodide + pydantic page (baseline server) in the
-same browser, each once ready: a forced garbage collection (CDP ``HeapProfiler.collectGarbage``),
-then the JS heap in use (CDP ``Runtime.getHeapUsage``) and, separately, Pyodide's WebAssembly
-memory (not part of the JS heap).
+Page: the test page as served (``serve.py``; its agent runs in a Web Worker by default) and the
+bare Pyodide + pydantic page (baseline server) in the same browser, each once ready. In the page
+and in each of its dedicated workers (CDP auto-attach): a forced garbage collection
+(``HeapProfiler.collectGarbage``), then the JS heap in use (``Runtime.getHeapUsage``), summed.
+Pyodide's WebAssembly memory is not part of a JS heap: the PSS of the page's renderer process
+(each page in a browser of its own; page, worker and wasm memory live in that one process) gives
+the whole footprint.
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
 import sys
 from pathlib import Path
 
@@ -52,20 +56,80 @@ async def per_agent_kb(server, dialect_of, deflate: bool) -> float:
     return (after - before) / AGENTS
 
 
-async def page_memory(context, url: str, ready: str, pyodide: str) -> tuple[float, float]:
-    """(JS heap used, WebAssembly memory) in MB after start-up and a forced GC."""
-    page = await context.new_page()
+class Inspector:
+    """CDP on a page and on its dedicated workers (auto-attached, addressed through the page's session)."""
+
+    def __init__(self, cdp) -> None:
+        self.cdp = cdp
+        self.workers: list[str] = []
+        self._waiting: dict[tuple[str, int], asyncio.Future] = {}
+        self._next = 1
+        cdp.on("Target.attachedToTarget", self._attached)
+        cdp.on("Target.receivedMessageFromTarget", self._received)
+
+    async def start(self) -> None:
+        await self.cdp.send("Target.setAutoAttach", {"autoAttach": True, "waitForDebuggerOnStart": False,
+                                                     "flatten": False})
+        await asyncio.sleep(0.3)  # existing workers attach right away
+
+    def _attached(self, event: dict) -> None:
+        if event["targetInfo"]["type"] == "worker":
+            self.workers.append(event["sessionId"])
+
+    def _received(self, event: dict) -> None:
+        message = json.loads(event["message"])
+        future = self._waiting.pop((event["sessionId"], message.get("id")), None)
+        if future is not None and not future.done():
+            future.set_result(message)
+
+    async def send(self, session: str | None, method: str, params: dict | None = None) -> dict:
+        if session is None:
+            return await self.cdp.send(method, params or {})
+        self._next += 1
+        future = asyncio.get_running_loop().create_future()
+        self._waiting[session, self._next] = future
+        await self.cdp.send("Target.sendMessageToTarget", {
+            "sessionId": session, "message": json.dumps({"id": self._next, "method": method, "params": params or {}})})
+        message = await asyncio.wait_for(future, 30)
+        if "error" in message:
+            raise RuntimeError(f"{method}: {message['error']}")
+        return message["result"]
+
+    async def js_heap(self, session: str | None) -> int:
+        """JS heap used after a forced GC, in one JS context."""
+        await self.send(session, "HeapProfiler.collectGarbage")
+        return (await self.send(session, "Runtime.getHeapUsage"))["usedSize"]
+
+
+def pss_kb(pid: int) -> int:
+    for line in Path(f"/proc/{pid}/smaps_rollup").read_text().splitlines():
+        if line.startswith("Pss:"):
+            return int(line.split()[1])
+    raise RuntimeError(f"no Pss for {pid}")
+
+
+async def page_memory(browser, url: str, ready: str) -> tuple[float, float]:
+    """(JS heap used by the page and its workers, PSS of its renderer process) in MB, after start-up and a GC.
+
+    ``browser`` is dedicated to this page: its renderer is the one that burnt the most CPU.
+    """
+    context = await browser.new_context()
     try:
+        page = await context.new_page()
         await page.goto(url)
         await wait_for(page, ready)
-        cdp = await context.new_cdp_session(page)
-        await cdp.send("HeapProfiler.collectGarbage")
-        heap = await cdp.send("Runtime.getHeapUsage")
-        wasm = await page.evaluate(f"{pyodide}._module.HEAPU8.buffer.byteLength")
-        await cdp.detach()
+        inspector = Inspector(await context.new_cdp_session(page))
+        await inspector.start()
+        heap = 0
+        for session in [None, *inspector.workers]:
+            heap += await inspector.js_heap(session)
+        await inspector.cdp.detach()
+        processes = (await (await browser.new_browser_cdp_session()).send("SystemInfo.getProcessInfo"))["processInfo"]
+        renderer = max((p for p in processes if p["type"] == "renderer"), key=lambda p: p["cpuTime"])
+        pss = pss_kb(renderer["id"])
     finally:
-        await page.close()
-    return heap["usedSize"] / 2**20, wasm / 2**20
+        await context.close()
+    return heap / 2**20, pss / 1024
 
 
 async def run(quick: bool = False, notes: list | None = None) -> list[Row]:
@@ -74,34 +138,37 @@ async def run(quick: bool = False, notes: list | None = None) -> list[Row]:
     rows = []
     router = lambda ws: RouterDialect(ws)  # noqa: E731
     relay = lambda ws: RelayDialect(ws)  # noqa: E731
-    for deflate in (True, False):
+    for deflate in (True,) if quick else (True, False):
         ours = await per_agent_kb(project_server(), router, deflate)
         base = await per_agent_kb(relay_server(), relay, deflate)
         label = "with permessage-deflate" if deflate else "clients without permessage-deflate"
         rows.append(Row("4 memory", f"router RSS per connected agent, {AGENTS} agents, {label}", "KB",
                         Stats.of([ours]), Stats.of([base]), "ws relay",
                         target=("<=", 50) if deflate else None, target_on="value"))
+        if deflate:  # attribution: the same relay on the router's stack (uvicorn + Starlette)
+            asgi = await per_agent_kb(baseline_server(), lambda ws: RelayDialect(ws, "/relay/"), deflate)
+            rows.append(Row("4 memory", f"router RSS per connected agent, {AGENTS} agents, {label}", "KB",
+                            Stats.of([ours]), Stats.of([asgi]), "relay on uvicorn+Starlette"))
 
     reps = 1 if quick else 2
     samples = {"ours": [], "bare": []}
     with servers(project_server(), baseline_server()) as (ours_server, base_server):
+        pages = {
+            "ours": (lambda rep: f"{ours_server.http}/?agent_id=mem-{rep}&agent_type=executor",
+                     "document.documentElement.dataset.a2a === 'ready'"),
+            "bare": (lambda rep: f"{base_server.http}/bench/bare_page.html",
+                     "document.documentElement.dataset.bare === 'ready'"),
+        }
         async with playwright() as pw:
-            browser = await launch_browser(pw)
-            try:
-                for rep in range(reps):
-                    context = await browser.new_context()
+            for rep in range(reps):
+                for kind, (url, ready) in pages.items():
+                    browser = await launch_browser(pw)
                     try:
-                        samples["ours"].append(await page_memory(
-                            context, f"{ours_server.http}/?agent_id=mem-{rep}&agent_type=executor",
-                            "document.documentElement.dataset.a2a === 'ready'", "window.a2a.pyodide"))
-                        samples["bare"].append(await page_memory(
-                            context, f"{base_server.http}/bench/bare_page.html",
-                            "document.documentElement.dataset.bare === 'ready'", "window.bare.pyodide"))
+                        samples[kind].append(await page_memory(browser, url(rep), ready))
                     finally:
-                        await context.close()
-            finally:
-                await browser.close()
-    for index, what in ((0, "JS heap used after start-up (after GC)"), (1, "WebAssembly memory after start-up")):
+                        await browser.close()
+    for index, what in ((0, "JS heap used after start-up, page + agent worker, after GC"),
+                        (1, "renderer process PSS after start-up (JS heaps + Pyodide wasm memory + Blink)")):
         rows.append(Row("4 memory", f"page {what}", "MB", Stats.of(s[index] for s in samples["ours"]),
                         Stats.of(s[index] for s in samples["bare"]), "bare Pyodide+pydantic page"))
     return rows

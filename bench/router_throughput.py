@@ -106,7 +106,7 @@ async def run(quick: bool = False, notes: list | None = None) -> list[Row]:
     raise_fd_limit(8192)
     ns = (10, 100, 1000) if quick else (10, 30, 100, 300, 1000)
     blocks = 2 if quick else 3
-    timing = dict(warmup=0.2, window=0.5, slice_s=0.125) if quick else dict(warmup=0.3, window=1.0, slice_s=0.25)
+    timing = dict(warmup=0.2, window=0.4, slice_s=0.1) if quick else dict(warmup=0.3, window=1.0, slice_s=0.25)
     fanout_reps = 6 if quick else 21
     results: dict[tuple[str, int], Target] = {}
     with servers(project_server(), relay_server(), baseline_server()) as (router, relay, asgi):

@@ -166,6 +166,48 @@ class ErrorInfo(_Model):
     field: str | None = Field(None, description="Dotted path of the offending field, when there is one")
 
 
+# --- arguments shared by tools and request frames ---------------------------------
+# A request frame is its tool's arguments plus a type and an id: one model, one schema.
+
+
+class DiscoverArgs(_Model):
+    """Arguments of ``a2a_discover``; every given field must match."""
+
+    agent_type: AgentType | None = Field(None, description="Only agents of this type")
+    capability: Capability | None = Field(None, description="Only agents that declared this capability")
+    region_overlaps: Region | None = Field(None, description="Only agents whose region overlaps this one")
+    include_offline: bool = Field(False, description="Also list agents seen before that are offline now")
+
+
+class LockArgs(_Model):
+    """Arguments of ``a2a_lock``."""
+
+    name: TopicName = Field(description="The lock's name; agents that use the same name exclude each other")
+    action: Literal["acquire", "release"] = "acquire"
+    wait_seconds: float = Field(10, ge=0, le=300, description="How long to wait for the lock when it is held")
+    lease_seconds: float = Field(30, gt=0, le=3600, description="The lock is released by itself after this")
+
+
+class BarrierArgs(_Model):
+    """Arguments of ``a2a_barrier``."""
+
+    name: TopicName = Field(description="The barrier's name")
+    expected_agents: list[AgentId] | None = Field(
+        None, min_length=1, max_length=1000, description="Wait for exactly these agents (this one included)")
+    count: int | None = Field(None, ge=1, le=1000, description="Or: wait for this many agents")
+    timeout_seconds: float = Field(30, gt=0, le=600, description="Give up after this long, naming who never came")
+
+    @model_validator(mode="after")
+    def _one_rule(self) -> BarrierArgs:
+        _exactly_one(self, "expected_agents", "count")
+        return self
+
+
+def _exactly_one(model: BaseModel, first: str, second: str) -> None:
+    if (getattr(model, first) is None) == (getattr(model, second) is None):
+        raise ValueError(f"give exactly one of {first} and {second}")
+
+
 # --- client -> router frames ------------------------------------------------
 
 
@@ -217,31 +259,19 @@ class HeartbeatRequest(_Model):
     status: Literal["online", "busy"] = "online"
 
 
-class DiscoverRequest(_Model):
+class DiscoverRequest(DiscoverArgs):
     type: Literal["discover"] = "discover"
     id: int
-    agent_type: AgentType | None = None
-    capability: Capability | None = None
-    region_overlaps: Region | None = None
-    include_offline: bool = False
 
 
-class LockRequest(_Model):
+class LockRequest(LockArgs):
     type: Literal["lock"] = "lock"
     id: int
-    name: TopicName
-    action: Literal["acquire", "release"]
-    wait_seconds: float = Field(10, ge=0, le=300)
-    lease_seconds: float = Field(30, gt=0, le=3600)
 
 
-class BarrierRequest(_Model):
+class BarrierRequest(BarrierArgs):
     type: Literal["barrier"] = "barrier"
     id: int
-    name: TopicName
-    expected_agents: list[AgentId] | None = Field(None, min_length=1, max_length=1000)
-    count: int | None = Field(None, ge=1, le=1000)
-    timeout_seconds: float = Field(30, gt=0, le=600)
 
 
 class Ack(_Model):
@@ -451,37 +481,19 @@ class UnsubscribeArgs(_Model):
     subscription_id: str = Field(min_length=1, max_length=64)
 
 
-class DiscoverArgs(_Model):
-    """Arguments of ``a2a_discover``; every given field must match."""
+class InboxArgs(_Model):
+    """Arguments of ``a2a_inbox``."""
 
-    agent_type: AgentType | None = Field(None, description="Only agents of this type")
-    capability: Capability | None = Field(None, description="Only agents that declared this capability")
-    region_overlaps: Region | None = Field(None, description="Only agents whose region overlaps this one")
-    include_offline: bool = Field(False, description="Also list agents seen before that are offline now")
-
-
-class LockArgs(_Model):
-    """Arguments of ``a2a_lock``."""
-
-    name: TopicName = Field(description="The lock's name; agents that use the same name exclude each other")
-    action: Literal["acquire", "release"] = "acquire"
-    wait_seconds: float = Field(10, ge=0, le=300, description="How long to wait for the lock when it is held")
-    lease_seconds: float = Field(30, gt=0, le=3600, description="The lock is released by itself after this")
+    wait_seconds: float = Field(
+        0, ge=0, le=60, description="When the inbox is empty, wait up to this long for something to arrive"
+    )
+    max_messages: int = Field(50, ge=1, le=1000, description="Return at most this many, oldest first")
+    correlation_id: str | None = Field(None, description="Only messages with this correlation_id")
 
 
-class BarrierArgs(_Model):
-    """Arguments of ``a2a_barrier``."""
-
-    name: TopicName = Field(description="The barrier's name")
-    expected_agents: list[AgentId] | None = Field(
-        None, min_length=1, max_length=1000, description="Wait for exactly these agents (this one included)")
-    count: int | None = Field(None, ge=1, le=1000, description="Or: wait for this many agents")
-    timeout_seconds: float = Field(30, gt=0, le=600, description="Give up after this long, naming who never came")
-
-    @model_validator(mode="after")
-    def _one_rule(self) -> BarrierArgs:
-        _exactly_one(self, "expected_agents", "count")
-        return self
+class InboxResult(_Model):
+    messages: list[ReceivedMessage]
+    remaining: int = Field(description="Messages still in the inbox after this call")
 
 
 class RequestArgs(_Model):
@@ -508,24 +520,6 @@ class TaskOutcome(_Model):
     detail: str | None = None
 
 
-def _exactly_one(model: BaseModel, first: str, second: str) -> None:
-    if (getattr(model, first) is None) == (getattr(model, second) is None):
-        raise ValueError(f"give exactly one of {first} and {second}")
-
-
-class InboxArgs(_Model):
-    """Arguments of ``a2a_inbox``."""
-
-    wait_seconds: float = Field(
-        0, ge=0, le=60, description="When the inbox is empty, wait up to this long for something to arrive"
-    )
-    max_messages: int = Field(50, ge=1, le=1000, description="Return at most this many, oldest first")
-    correlation_id: str | None = Field(None, description="Only messages with this correlation_id")
-
-
-class InboxResult(_Model):
-    messages: list[ReceivedMessage]
-    remaining: int = Field(description="Messages still in the inbox after this call")
 
 
 # --- relay: agents that reach the router through the window hosting them ------

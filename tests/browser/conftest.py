@@ -10,8 +10,10 @@ tests keep out of each other's way with unique payloads and correlation ids.
 from __future__ import annotations
 
 import itertools
+import socket
 import subprocess
 import sys
+import threading
 import time
 import urllib.request
 from dataclasses import dataclass, field
@@ -139,9 +141,89 @@ def alice(mesh: Mesh) -> Page:
 
 @pytest.fixture(scope="session")
 def bob(mesh: Mesh) -> Page:
-    return mesh.open_agent("bob", "monitor")
+    # On the page's main thread (the default is a worker): its tests reach into its Pyodide.
+    return mesh.open_agent("bob", "monitor", mode="main")
 
 
 @pytest.fixture(scope="session")
 def carol(mesh: Mesh) -> Page:
     return mesh.open_agent("carol", "analyzer")
+
+
+class RouterGate:
+    """A door in front of the router's port, for agents whose WebSocket should fail and come back.
+
+    Closed, a connection to :attr:`ws_url` is refused (nothing listens); open, it is passed
+    through to the router byte for byte. Closing also cuts the connections that went through.
+    Unlike ``page.route_web_socket``, it works for workers' and iframes' sockets alike.
+    """
+
+    def __init__(self, target_port: int) -> None:
+        self.port = free_port()
+        self.target_port = target_port
+        self._listener: socket.socket | None = None
+        self._sockets: set[socket.socket] = set()
+        self._lock = threading.Lock()
+
+    @property
+    def ws_url(self) -> str:
+        return f"ws://127.0.0.1:{self.port}/a2a"
+
+    def open(self) -> None:
+        if self._listener is None:
+            self._listener = socket.create_server(("127.0.0.1", self.port))
+            threading.Thread(target=self._accept, args=(self._listener,), daemon=True).start()
+
+    def close(self) -> None:
+        with self._lock:
+            listener, self._listener = self._listener, None
+            sockets, self._sockets = self._sockets, set()
+        if listener is not None:
+            try:
+                listener.shutdown(socket.SHUT_RDWR)  # wakes the thread blocked in accept(); close() alone does not
+            except OSError:
+                pass
+            listener.close()
+        for sock in sockets:
+            try:
+                sock.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+            sock.close()
+
+    def _accept(self, listener: socket.socket) -> None:
+        while True:
+            try:
+                client, _ = listener.accept()
+                upstream = socket.create_connection(("127.0.0.1", self.target_port))
+            except OSError:
+                return  # closed
+            with self._lock:
+                if self._listener is not listener:  # closed meanwhile
+                    client.close()
+                    upstream.close()
+                    return
+                self._sockets |= {client, upstream}
+            for source, sink in ((client, upstream), (upstream, client)):
+                threading.Thread(target=self._pump, args=(source, sink), daemon=True).start()
+
+    @staticmethod
+    def _pump(source: socket.socket, sink: socket.socket) -> None:
+        try:
+            while data := source.recv(65536):
+                sink.sendall(data)
+        except OSError:
+            pass
+        for sock in (source, sink):
+            try:
+                sock.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+
+
+@pytest.fixture(scope="session")
+def router_gate(mode: str, server_url: str) -> RouterGate:
+    """One closed gate per WebMCP mode (tests open it, and close it again when done)."""
+    gate = RouterGate(urlparse(server_url).port)
+    yield gate
+    gate.close()

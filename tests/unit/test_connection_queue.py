@@ -74,6 +74,15 @@ async def test_full_queue_evicts_the_newest_of_the_lowest_priority_for_a_higher_
     assert await drain(connection, sink, 3) == ["critical", "normal", "low-old"]
 
 
+async def test_replies_do_not_count_against_the_delivery_limit():
+    sink = GatedSink()
+    connection = Connection(sink.send, sink.close, queue_limit=1, reply_limit=2)
+    assert connection.offer("delivery", 5)
+    assert connection.offer("reply-1") and connection.offer("reply-2")
+    assert connection.offer("reply-3") is False  # a client that does not read its replies
+    assert len(connection) == 1
+
+
 async def test_expired_frame_is_dropped_not_written_and_its_sender_told():
     sink = GatedSink()
     connection = Connection(sink.send, sink.close, queue_limit=10)

@@ -29,6 +29,7 @@ export class Hub {
   #records = new Map(); // channel -> record {channel, where, agentId, status, attached, detaching}
   #agents = new Map(); // agent id -> record
   #pending = new Map(); // message id -> {sender, ref, target, timer}
+  #unrelaying = new Map(); // agent id -> unrelay frames sent whose relay_closed has not come back yet
   #socket = null;
   #socketOpen = false;
   #listeners = new Set();
@@ -103,7 +104,15 @@ export class Hub {
       this.stats.rejected += 1;
       return;
     }
+    if (record.attached) {
+      // A second hello on one channel is its runtime starting again (an iframe reloaded): the
+      // router must let the old relayed registration go before the new one says hello.
+      this.#unrelay(agent_id);
+      record.attached = false;
+      record.detaching = false;
+    }
     record.agentId = agent_id;
+    this.#records.set(record.channel, record); // again, if it said bye before (an iframe reloading)
     this.#agents.set(agent_id, record);
     this.#announcePeers();
     this.#changed();
@@ -111,12 +120,13 @@ export class Hub {
 
   #leave(record) {
     if (!this.#records.delete(record.channel)) return;
-    if (record.attached) this.#sendToRouter({ type: "unrelay", agent_id: record.agentId });
+    if (record.attached) this.#unrelay(record.agentId);
     record.attached = false;
     if (record.agentId && this.#agents.get(record.agentId) === record) this.#agents.delete(record.agentId);
     for (const [messageId, pending] of this.#pending) {
       if (pending.target === record.agentId) this.#settle(messageId, false, "recipient left the page");
     }
+    record.agentId = null; // the window may come back as a new runtime, even as another agent
     this.#announcePeers();
     this.#changed();
   }
@@ -149,7 +159,7 @@ export class Hub {
   #detach(record) {
     if (record.attached && this.#socketOpen) {
       record.detaching = true; // the router's relay_closed confirms, then the agent hears "closed"
-      this.#sendToRouter({ type: "unrelay", agent_id: record.agentId });
+      this.#unrelay(record.agentId);
     } else {
       record.attached = false;
       record.channel.send("closed", { code: 1000, reason: "detached" });
@@ -169,6 +179,7 @@ export class Hub {
     socket.addEventListener("close", (event) => {
       this.#socket = null;
       this.#socketOpen = false;
+      this.#unrelaying.clear();
       for (const record of this.#records.values()) {
         if (!record.attached) continue;
         record.attached = false;
@@ -191,7 +202,12 @@ export class Hub {
       this.stats.relayed_in += 1;
       record.channel.send("frame", { frame: frame.frame });
     } else if (frame?.type === "relay_closed") {
-      if (record?.attached) {
+      // The answer to an unrelay of ours is news only to a runtime that asked to detach: after a
+      // runtime restarted, the new one may already be attached again and must not hear it.
+      const unrelays = frame.code === 1000 ? this.#unrelaying.get(frame.agent_id) ?? 0 : 0;
+      if (unrelays > 1) this.#unrelaying.set(frame.agent_id, unrelays - 1);
+      else if (unrelays === 1) this.#unrelaying.delete(frame.agent_id);
+      if (record?.attached && (unrelays === 0 || record.detaching)) {
         record.attached = false;
         record.detaching = false;
         record.channel.send("closed", { code: frame.code, reason: frame.reason });
@@ -202,6 +218,12 @@ export class Hub {
     } else if (frame?.type === "error") {
       console.warn("the router refused a relay frame:", frame.error);
     }
+  }
+
+  #unrelay(agentId) {
+    if (!this.#socketOpen) return;
+    this.#unrelaying.set(agentId, (this.#unrelaying.get(agentId) ?? 0) + 1);
+    this.#sendToRouter({ type: "unrelay", agent_id: agentId });
   }
 
   #sendToRouter(frame) {

@@ -19,6 +19,7 @@ import { startWorkerAgent } from "./worker-host.js";
 export async function startPageAgent(config, { toolPrefix = "" } = {}) {
   if (config.embedded) {
     const parent = Channel.toWindow(window.parent, "parent");
+    addEventListener("pagehide", () => parent.send("bye")); // the parent's hub forgets (and unrelays) us
     const booted = await boot(config, { uplink: parent.uplink() });
     return { ...booted, hub: null, connected: whenConnected(booted.agent) };
   }

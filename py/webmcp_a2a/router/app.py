@@ -53,7 +53,8 @@ def create_app(settings: RouterSettings | None = None, *, static_dir: Path | Non
 
     async def a2a_socket(websocket: WebSocket) -> None:
         await websocket.accept()
-        conn = Connection(websocket.send_text, _closer(websocket), router.settings.queue_limit)
+        conn = Connection(websocket.send_text, _closer(websocket), router.settings.queue_limit,
+                          router.settings.reply_limit)
         writer = asyncio.create_task(_write_until_gone(conn))
         try:
             while True:

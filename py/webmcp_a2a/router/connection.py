@@ -4,11 +4,14 @@ Routing never awaits a peer: it offers frames here and a writer task sends them.
 The queue serves the highest priority first and, within a priority, the oldest
 first. Replies and errors to the client itself outrank every delivery.
 
-Overflow policy (when ``queue_limit`` frames are waiting): a newcomer that outranks
+Deliveries and replies are bounded separately, so a burst of answers to a busy
+client never counts against the messages queued for it. Overflow policy for
+deliveries (when ``queue_limit`` are waiting): a newcomer that outranks
 something queued takes the place of the newest frame of the lowest queued priority,
 whose sender is told it was ``evicted``; otherwise the newcomer is refused
 (``queue_full``). A frame whose ``expires_at`` has passed when its turn comes is
-dropped, and its sender told it ``expired``; it is never written.
+dropped, and its sender told it ``expired``; it is never written. Past
+``reply_limit`` waiting replies the client is not reading, and the router drops it.
 """
 
 from __future__ import annotations
@@ -40,12 +43,14 @@ class Connection:
         send_text: Callable[[str], Awaitable[None]],
         close: Callable[[int, str], Awaitable[None]],
         queue_limit: int,
+        reply_limit: int = 10_000,
     ) -> None:
         self._send_text = send_text
         self._close = close
         self._limit = queue_limit
+        self._reply_limit = reply_limit
         self._queues: dict[int, deque[Outgoing]] = {p: deque() for p in range(CONTROL_PRIORITY, 0, -1)}
-        self._length = 0
+        self._length = 0  # deliveries not yet handed to the socket, the one being written included
         self._ready = asyncio.Event()
         self._close_with: tuple[int, str] | None = None
         self.agent_id: str | None = None
@@ -55,6 +60,7 @@ class Connection:
         return self._close_with is not None
 
     def __len__(self) -> int:
+        """Deliveries waiting to be written."""
         return self._length
 
     def offer(self, text: str, priority: int = CONTROL_PRIORITY, expires_at: float | None = None,
@@ -62,10 +68,14 @@ class Connection:
         """Queue a frame; False when it is refused (queue full of equal or higher priority, or closing)."""
         if self._close_with is not None:
             return False
-        if self._length >= self._limit and not self._evict_below(priority):
-            return False
+        if priority == CONTROL_PRIORITY:
+            if len(self._queues[CONTROL_PRIORITY]) >= self._reply_limit:
+                return False
+        else:
+            if self._length >= self._limit and not self._evict_below(priority):
+                return False
+            self._length += 1
         self._queues[priority].append(Outgoing(text, priority, expires_at, on_drop))
-        self._length += 1
         self._ready.set()
         return True
 
@@ -81,8 +91,10 @@ class Connection:
             while (item := self._next()) is not None:
                 if item.expires_at is not None and time.time() >= item.expires_at:
                     item.drop("expired")
-                    continue
-                await self._send_text(item.text)
+                else:
+                    await self._send_text(item.text)
+                if item.priority != CONTROL_PRIORITY:
+                    self._length -= 1
             if self._close_with is not None:
                 await self._close(*self._close_with)
                 return
@@ -91,7 +103,6 @@ class Connection:
     def _next(self) -> Outgoing | None:
         for queue in self._queues.values():  # highest priority first
             if queue:
-                self._length -= 1
                 return queue.popleft()
         return None
 

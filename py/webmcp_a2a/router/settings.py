@@ -12,6 +12,9 @@ class RouterSettings(BaseModel):
     queue_limit: int = Field(
         1000, ge=1, description="Frames waiting to be written to one connection; past it deliveries are refused"
     )
+    reply_limit: int = Field(
+        10_000, ge=1, description="Replies waiting to be written to one connection; past it the client is dropped"
+    )
     ack_timeout: float = Field(
         10.0, gt=0, description="Seconds the router waits for a recipient's acknowledgement"
     )
