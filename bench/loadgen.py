@@ -197,11 +197,16 @@ class RelayDialect:
 
 @dataclass
 class Phase:
-    """What closed-loop runs measured; runs of the same kind merge (``Phase.merge``)."""
+    """What closed-loop runs measured; runs of the same kind merge (``Phase.merge``).
 
-    rates: list[float]  # deliveries per second, one sample per time slice
+    Throughput and CPU cost are one sample per run (deliveries and server CPU over the whole
+    window): a closed loop of broadcasts is bursty, so shorter slices would sample its phases
+    rather than its rate. Latency is one sample per completed send.
+    """
+
+    rates: list[float]  # deliveries per second, one sample per run
     latencies_ms: list[float]  # send -> completion (acknowledged), one sample per completed send
-    costs_us: list[float]  # server CPU per delivery, one sample per time slice
+    costs_us: list[float]  # server CPU microseconds per delivery, one sample per run
     server_cpu_s: float
     client_cpu_s: float
     deliveries: int
@@ -280,8 +285,7 @@ class Load:
         agent.conn.send(text)
         return future
 
-    async def closed_loop(self, *, broadcast: bool, senders: int, warmup: float, window: float,
-                          slice_s: float) -> Phase:
+    async def closed_loop(self, *, broadcast: bool, senders: int, warmup: float, window: float) -> Phase:
         """``senders`` agents each keep one message in flight (the next goes when the last is acknowledged)."""
         stop = False
         completions: list[tuple[float, float]] = []
@@ -302,14 +306,11 @@ class Load:
         tasks = [asyncio.create_task(sender(i)) for i in range(senders)]
         try:
             await asyncio.sleep(warmup)
-            marks = []  # (time, deliveries, server cpu)
-            started = time.perf_counter()
-            client_cpu = self_cpu_seconds()
-            for k in range(round(window / slice_s) + 1):
-                marks.append((time.perf_counter(), self.counters.deliveries, cpu_seconds(self.server_pid)))
-                if k < round(window / slice_s):
-                    await asyncio.sleep(started + (k + 1) * slice_s - time.perf_counter())
-            client_cpu = self_cpu_seconds() - client_cpu
+            t0, d0, c0, m0 = (time.perf_counter(), self.counters.deliveries, cpu_seconds(self.server_pid),
+                              self_cpu_seconds())
+            await asyncio.sleep(window)
+            t1, d1, c1, m1 = (time.perf_counter(), self.counters.deliveries, cpu_seconds(self.server_pid),
+                              self_cpu_seconds())
         finally:
             stop = True
             results = await asyncio.gather(*tasks, return_exceptions=True)
@@ -319,14 +320,10 @@ class Load:
                                f"last error frame: {self.counters.last_error}")
         if self.counters.errors:
             raise RuntimeError(f"{self.counters.errors} error frames, last: {self.counters.last_error}")
-        (t0, d0, c0), (t1, d1, c1) = marks[0], marks[-1]
-        rates, costs = [], []
-        for (ta, da, ca), (tb, db, cb) in zip(marks, marks[1:]):
-            rates.append((db - da) / (tb - ta))
-            if db > da:
-                costs.append((cb - ca) / (db - da) * 1e6)
         latencies = [latency * 1000 for done, latency in completions if t0 <= done <= t1]
-        return Phase(rates, latencies, costs, c1 - c0, client_cpu, d1 - d0, t1 - t0)
+        delivered = d1 - d0
+        return Phase([delivered / (t1 - t0)], latencies, [(c1 - c0) / delivered * 1e6] if delivered else [],
+                     c1 - c0, m1 - m0, delivered, t1 - t0)
 
     async def fanout(self, reps: int, pause: float = 0.05) -> tuple[list[float], list[float]]:
         """One broadcast at a time from agent 0 to all others: ms to the last recipient, ms to the sender's completion."""

@@ -159,14 +159,17 @@ async def run(quick: bool = False, notes: list | None = None) -> list[Row]:
             "bare": (lambda rep: f"{base_server.http}/bench/bare_page.html",
                      "document.documentElement.dataset.bare === 'ready'"),
         }
+        async def measure(pw, kind: str, rep: int) -> None:
+            url, ready = pages[kind]
+            browser = await launch_browser(pw)
+            try:
+                samples[kind].append(await page_memory(browser, url(rep), ready))
+            finally:
+                await browser.close()
+
         async with playwright() as pw:
-            for rep in range(reps):
-                for kind, (url, ready) in pages.items():
-                    browser = await launch_browser(pw)
-                    try:
-                        samples[kind].append(await page_memory(browser, url(rep), ready))
-                    finally:
-                        await browser.close()
+            for rep in range(reps):  # the two pages side by side: memory, not time, is measured
+                await asyncio.gather(*(measure(pw, kind, rep) for kind in pages))
     for index, what in ((0, "JS heap used after start-up, page + agent worker, after GC"),
                         (1, "renderer process PSS after start-up (JS heaps + Pyodide wasm memory + Blink)")):
         rows.append(Row("4 memory", f"page {what}", "MB", Stats.of(s[index] for s in samples["ours"]),

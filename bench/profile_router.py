@@ -74,7 +74,7 @@ async def load(server, relay: bool, n: int, seconds: float, broadcast: bool, raw
                             "--format", "raw", "--output", str(raw)],
                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     phase = await generator.closed_loop(broadcast=broadcast, senders=min(n, 10) if broadcast else n,
-                                        warmup=0.5, window=seconds + 1, slice_s=0.5)
+                                        warmup=0.5, window=seconds + 1)
     stderr = await asyncio.to_thread(spy.communicate)
     await generator.close()
     if spy.returncode != 0:

@@ -18,8 +18,10 @@ would saturate the load generator's core first). Each agent keeps one message in
   recipient has it, and until the sender has the acknowledged result.
 * one in flight (N=10): a single sender, sequential round trips (pure latency).
 
-Server CPU per delivered message comes from /proc/PID/stat over the same window: it is the
-cost per message of the scaling curve, and it does not depend on how fast the load generator is.
+Each measurement is repeated in blocks that alternate between the servers (ABBA...); msgs/s and
+server CPU per delivered message are one sample per block (deliveries and /proc/PID/stat CPU over
+the block's window), latency one sample per message. CPU per message is the cost of the scaling
+curve, and it does not depend on how fast the load generator is.
 """
 
 from __future__ import annotations
@@ -105,9 +107,9 @@ async def run(quick: bool = False, notes: list | None = None) -> list[Row]:
     notes = notes if notes is not None else []
     raise_fd_limit(8192)
     ns = (10, 100, 1000) if quick else (10, 30, 100, 300, 1000)
-    blocks = 2 if quick else 3
-    timing = dict(warmup=0.2, window=0.4, slice_s=0.1) if quick else dict(warmup=0.3, window=1.0, slice_s=0.25)
-    fanout_reps = 6 if quick else 21
+    blocks = 3 if quick else 5
+    timing = dict(warmup=0.2, window=0.4) if quick else dict(warmup=0.3, window=0.8)
+    fanout_reps = 6 if quick else 20
     results: dict[tuple[str, int], Target] = {}
     with servers(project_server(), relay_server(), baseline_server()) as (router, relay, asgi):
         for n in ns:

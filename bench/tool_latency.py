@@ -19,6 +19,7 @@ measured calls alternate between the two pairs in blocks.
 
 from __future__ import annotations
 
+import asyncio
 import sys
 from pathlib import Path
 
@@ -121,25 +122,28 @@ async def run(quick: bool = False, notes: list | None = None) -> list[Row]:
             try:
                 context = await browser.new_context()
                 ready = "document.documentElement.dataset.a2a === 'ready'"
+                relay_ready = "document.documentElement.dataset.relay === 'ready'"
                 page_url = f"{ours_server.http}/?agent_type=executor&agent_id="
-                pairs = [Pair("ours", await open_page(context, page_url + "lat-a", ready),
-                              await open_page(context, page_url + "lat-b", ready, "a2a:message"), "lat-b", "tool")]
+                relay_url = f"{base_server.http}/bench/relay_pair.html"
+                # (name, sender page, receiver page, receiver id, via); pages open concurrently (their
+                # load time is not what this measures).
+                specs = [("ours", (page_url + "lat-a", ready), (page_url + "lat-b", ready, "a2a:message"), "lat-b",
+                          "tool")]
                 if not quick:
                     # Attribution: both agents on their page's main thread instead of a Web Worker; and
                     # the default pages with the test page's live log hidden (display: none).
-                    pairs.append(Pair("ours-main", await open_page(context, page_url + "main-a&mode=main", ready),
-                                      await open_page(context, page_url + "main-b&mode=main", ready, "a2a:message"),
-                                      "main-b", "tool"))
-                    pairs.append(Pair("ours-nolog", await open_page(context, page_url + "nolog-a", ready,
-                                                                    hide_log=True),
-                                      await open_page(context, page_url + "nolog-b", ready, "a2a:message",
-                                                      hide_log=True), "nolog-b", "tool"))
-                relay_ready = "document.documentElement.dataset.relay === 'ready'"
-                relay_url = f"{base_server.http}/bench/relay_pair.html"
-                base = Pair("base", await open_page(context, f"{relay_url}?id=ra&peer=rb", relay_ready),
-                            await open_page(context, f"{relay_url}?id=rb&peer=ra", relay_ready, "relay:message"),
-                            "rb", "relay")
-                pairs.append(base)
+                    specs += [
+                        ("ours-main", (page_url + "main-a&mode=main", ready),
+                         (page_url + "main-b&mode=main", ready, "a2a:message"), "main-b", "tool"),
+                        ("ours-nolog", (page_url + "nolog-a", ready, None, True),
+                         (page_url + "nolog-b", ready, "a2a:message", True), "nolog-b", "tool"),
+                    ]
+                specs.append(("base", (f"{relay_url}?id=ra&peer=rb", relay_ready),
+                              (f"{relay_url}?id=rb&peer=ra", relay_ready, "relay:message"), "rb", "relay"))
+                pages = await asyncio.gather(*(open_page(context, *spec[i]) for spec in specs for i in (1, 2)))
+                pairs = [Pair(name, pages[2 * k], pages[2 * k + 1], target, via)
+                         for k, (name, _, _, target, via) in enumerate(specs)]
+                base = pairs[-1]
                 for pair in pairs:
                     await pair.calls(warmup, keep=False)
                 for index in range(blocks):
