@@ -43,10 +43,10 @@ step("import pydantic", lambda: importlib.import_module("pydantic"))
 step("first use of pydantic (BaseModel, TypeAdapter: its lazy imports)",
      lambda: (importlib.import_module("pydantic").BaseModel, importlib.import_module("pydantic").TypeAdapter))
 for module in ("webmcp_a2a.protocol", "webmcp_a2a.client.agent", "webmcp_a2a.browser.tools",
-               "webmcp_a2a.browser.hosted"):
+               "webmcp_a2a.browser.page"):
     step("import " + module, lambda: importlib.import_module(module))
 from webmcp_a2a.browser.tools import TOOLS
-from webmcp_a2a.browser.hosted import HostedAgent
+from webmcp_a2a.browser.page import PageAgent
 schemas = step("input_schema() of %%d tools" %% len(TOOLS),
                lambda: [[t.name, t.description, json.dumps(t.input_schema())] for t in TOOLS])
 report = ""

@@ -29,15 +29,18 @@ from bench.loadgen import Load, RelayDialect, RouterDialect  # noqa: E402
 # Inclusive layers: a stack is counted once per layer whose marker appears in any of its frames.
 LAYERS = [
     ("router: routing.py (validation, routing, acks, results)", "router/routing.py"),
-    ("  pydantic validate (CLIENT_FRAME.validate_json)", "routing.py:87)"),
+    ("  pydantic validate (validate_json)", "validate_json"),
     ("  pydantic serialise (model_dump_json / model_dump)", "model_dump"),
     ("  router: ack timers (call_later / cancel)", "call_later"),
+    ("  router: SQLite store", "router/store.py"),
     ("router: connection.py writer task", "router/connection.py"),
     ("router: app.py socket loop", "router/app.py"),
     ("starlette websocket layer", "starlette/"),
     ("uvicorn websockets-sansio protocol", "uvicorn/protocols/websockets"),
     ("permessage-deflate (zlib compress/decompress)", "permessage_deflate.py"),
     ("websockets frame parse/serialise", "websockets/frames.py"),
+    ("selector register/unregister (uvicorn pauses reading per message)", "_PollLikeSelector.register"),
+    ("  ... and unregister", "_PollLikeSelector.unregister"),
     ("asyncio event loop machinery", "asyncio/"),
 ]
 
@@ -71,7 +74,7 @@ async def load(server, relay: bool, n: int, seconds: float, broadcast: bool, raw
     await generator.connect()
     spy = subprocess.Popen([shutil.which("py-spy") or str(Path(sys.executable).parent / "py-spy"), "record",
                             "--pid", str(server.pid), "--duration", str(int(seconds)), "--rate", "200",
-                            "--format", "raw", "--output", str(raw)],
+                            "--format", "raw", "--nonblocking", "--output", str(raw)],
                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     phase = await generator.closed_loop(broadcast=broadcast, senders=min(n, 10) if broadcast else n,
                                         warmup=0.5, window=seconds + 1)

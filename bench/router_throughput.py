@@ -107,7 +107,7 @@ async def run(quick: bool = False, notes: list | None = None) -> list[Row]:
     notes = notes if notes is not None else []
     raise_fd_limit(8192)
     ns = (10, 100, 1000) if quick else (10, 30, 100, 300, 1000)
-    blocks = 3 if quick else 5
+    blocks = 2 if quick else 5
     timing = dict(warmup=0.2, window=0.4) if quick else dict(warmup=0.3, window=0.8)
     fanout_reps = 6 if quick else 20
     results: dict[tuple[str, int], Target] = {}

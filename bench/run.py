@@ -48,8 +48,16 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="fewer repetitions and shorter windows (< 2 minutes)")
     parser.add_argument("--only", nargs="+", choices=list(BENCHMARKS), metavar="NAME",
                         help=f"run only these ({', '.join(BENCHMARKS)})")
+    parser.add_argument("--max-load", type=float, metavar="L",
+                        help="first wait (up to 10 minutes) until the 1-minute load average is at most L")
     args = parser.parse_args()
     names = args.only or list(BENCHMARKS)
+    if args.max_load is not None:
+        deadline = time.monotonic() + 600
+        while os.getloadavg()[0] > args.max_load and time.monotonic() < deadline:
+            print(f"[bench] load average {os.getloadavg()[0]:.2f} > {args.max_load}: waiting", file=sys.stderr,
+                  flush=True)
+            time.sleep(15)
     started = time.perf_counter()
     load_before = os.getloadavg()
     rows, notes, walls = asyncio.run(run_all(names, args.quick))

@@ -283,9 +283,48 @@ class Ack(_Model):
     reason: str | None = None
 
 
+# --- relay: agents that reach the router through the window hosting them ------
+# A worker's or an iframe's agent whose own WebSocket cannot be used hands its frames
+# to the page that hosts it; the page relays them over its own connection. The router
+# (router/relay.py) reads each inner frame exactly as if it had come on a connection of
+# the hosted agent's own, so identity still comes from that agent's hello.
+
+
+class Relay(_Model):
+    """A hosted agent's frame (its JSON text, unchanged), sent by the connection of its host."""
+
+    type: Literal["relay"] = "relay"
+    agent_id: AgentId = Field(description="The hosted agent; its inner hello must name the same id")
+    frame: str
+
+
+class Unrelay(_Model):
+    """The hosted agent left, or has a connection of its own again: let it go (answered by relay_closed)."""
+
+    type: Literal["unrelay"] = "unrelay"
+    agent_id: AgentId
+
+
+class Relayed(_Model):
+    """A router frame for a hosted agent, sent to the connection that hosts it."""
+
+    type: Literal["relayed"] = "relayed"
+    agent_id: AgentId
+    frame: str
+
+
+class RelayClosed(_Model):
+    """The router let a hosted agent go, as if its own connection had closed with ``code``."""
+
+    type: Literal["relay_closed"] = "relay_closed"
+    agent_id: AgentId
+    code: int
+    reason: str
+
+
 ClientFrame = Annotated[
     Union[Hello, SendRequest, BroadcastRequest, SubscribeRequest, UnsubscribeRequest, HeartbeatRequest,
-          DiscoverRequest, LockRequest, BarrierRequest, Ack],
+          DiscoverRequest, LockRequest, BarrierRequest, Ack, Relay, Unrelay],
     Field(discriminator="type"),
 ]
 CLIENT_FRAME: TypeAdapter[ClientFrame] = TypeAdapter(ClientFrame)
@@ -325,7 +364,8 @@ class ErrorFrame(_Model):
     error: ErrorInfo
 
 
-RouterFrame = Annotated[Union[Welcome, Deliver, Result, ErrorFrame], Field(discriminator="type")]
+RouterFrame = Annotated[Union[Welcome, Deliver, Result, ErrorFrame, Relayed, RelayClosed],
+                        Field(discriminator="type")]
 ROUTER_FRAME: TypeAdapter[RouterFrame] = TypeAdapter(RouterFrame)
 
 
@@ -520,55 +560,6 @@ class TaskOutcome(_Model):
     detail: str | None = None
 
 
-
-
-# --- relay: agents that reach the router through the window hosting them ------
-# A worker's or an iframe's agent whose own WebSocket cannot be used hands its frames
-# to the page that hosts it; the page relays them over its own connection. The router
-# (router/relay.py) reads each inner frame exactly as if it had come on a connection of
-# the hosted agent's own, so identity still comes from that agent's hello.
-
-
-class Relay(_Model):
-    """A hosted agent's frame (its JSON text, unchanged), sent by the connection of its host."""
-
-    type: Literal["relay"] = "relay"
-    agent_id: AgentId = Field(description="The hosted agent; its inner hello must name the same id")
-    frame: str
-
-
-class Unrelay(_Model):
-    """The hosted agent left, or has a connection of its own again: let it go (answered by relay_closed)."""
-
-    type: Literal["unrelay"] = "unrelay"
-    agent_id: AgentId
-
-
-class Relayed(_Model):
-    """A router frame for a hosted agent, sent to the connection that hosts it."""
-
-    type: Literal["relayed"] = "relayed"
-    agent_id: AgentId
-    frame: str
-
-
-class RelayClosed(_Model):
-    """The router let a hosted agent go, as if its own connection had closed with ``code``."""
-
-    type: Literal["relay_closed"] = "relay_closed"
-    agent_id: AgentId
-    code: int
-    reason: str
-
-
-from typing import get_args  # noqa: E402  (kept with the unions it extends)
-
-# The frame unions above were built before these models existed: extend them here.
-ClientFrame = Annotated[Union[(*get_args(get_args(ClientFrame)[0]), Relay, Unrelay)], Field(discriminator="type")]
-CLIENT_FRAME = TypeAdapter(ClientFrame)
-RouterFrame = Annotated[Union[(*get_args(get_args(RouterFrame)[0]), Relayed, RelayClosed)],
-                        Field(discriminator="type")]
-ROUTER_FRAME = TypeAdapter(RouterFrame)
 
 
 # --- where an agent lives and how it reaches the router -----------------------

@@ -2,7 +2,7 @@
  * Boot a Python agent on this page's main thread: WebMCP context, Pyodide + pydantic, the
  * project's package (runtime.js, shared with the agent worker), start.
  *
- * Resolves to `{pyodide, agent, native}`; `agent` is the Python HostedAgent (a PyProxy).
+ * Resolves to `{pyodide, agent, native}`; `agent` is the Python PageAgent (a PyProxy).
  * `uplink` (optional) is the agent's line to the hub of the page hosting it (hub.js / channel.js).
  * Emits `a2a:*` CustomEvents on window: `state`, `message`, `tool` (every tool call and its result).
  * An agent in a Web Worker instead: worker-host.js.
@@ -75,7 +75,7 @@ export async function boot(config = pageConfig(), { uplink = null } = {}) {
       }),
     emit: (kind, detailJson) => emit(kind, JSON.parse(detailJson)),
   };
-  const page = pyodide.pyimport("webmcp_a2a.browser.hosted");
+  const page = pyodide.pyimport("webmcp_a2a.browser.page");
   const agent = await page.start(JSON.stringify(config), bridge, uplink);
   page.destroy();
   performance.mark("a2a:tools-registered");

@@ -35,7 +35,7 @@ export async function startPageAgent(config, { toolPrefix = "" } = {}) {
   return { ...booted, hub, connected: whenConnected(booted.agent) };
 }
 
-/** A JS promise for a Python HostedAgent's first welcome. */
+/** A JS promise for a Python PageAgent's first welcome. */
 export async function whenConnected(agent) {
   await agent.connected.wait();
 }

@@ -1,32 +1,50 @@
-"""Start-up of the page's agent: connect, stay connected, register the tools, tell the page.
+"""The page's agent, wherever the page put it - main thread, worker or iframe.
 
-``web/js/boot.js`` calls :func:`start` with the page's configuration (JSON) and a
-small JavaScript *bridge*:
+``web/js/boot.js`` (main thread, iframe) and :mod:`.worker` call :func:`start` with
+the agent's configuration (JSON), a JavaScript *bridge* and, when the agent has a
+host page, an *uplink*:
 
 * ``bridge.registerTool(name, title, description, schemaJson, annotationsJson, handler)``
   registers a WebMCP tool whose ``execute`` calls ``handler(argumentsJson)`` and
-  parses the JSON it resolves to;
+  parses the JSON it resolves to. On the main thread and in an iframe that is the
+  document itself; in a worker the page registers the tools on the worker's behalf
+  (``web/js/worker.js``, ``web/js/worker-host.js``).
 * ``bridge.emit(kind, detailJson)`` dispatches a ``CustomEvent("a2a:" + kind)`` on
   ``window`` for page scripts and the test page's log.
+* ``uplink`` is the line to the hub of the page hosting the agent (``web/js/hub.js``):
+  the postMessage fallback and local routes (:mod:`.fallback`). Without one the agent
+  only has its WebSocket.
+
+The agent's status - where it lives, which transport it is on - is emitted as the
+``state`` event, sent to the hub for the host page's table, and offered to AI agents
+as the ``a2a_status`` tool.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
-import random
 
 from pydantic import BaseModel, Field
 from pyodide.ffi import create_proxy
 
 from ..client.agent import Agent, MessageHandler
-from ..protocol import AgentId, AgentType, Capability, FanoutResult, Hello, ReceivedMessage, Region
+from ..protocol import (
+    AgentId,
+    AgentType,
+    Capability,
+    FanoutResult,
+    Hello,
+    LinkStatus,
+    Placement,
+    ReceivedMessage,
+    Region,
+    StatusArgs,
+)
+from .fallback import RouterLink
+from .postmessage import HostUplink
 from .tools import TOOLS, Tool
 from .websocket import BrowserWebSocketTransport
-
-RECONNECT_FIRST_DELAY = 0.5
-RECONNECT_MAX_DELAY = 10.0
-CLOSE_AGENT_ID_TAKEN = 4009
 
 
 class PageConfig(BaseModel):
@@ -35,28 +53,35 @@ class PageConfig(BaseModel):
     capabilities: list[Capability] = Field(default_factory=list)
     region: Region | None = None
     router_url: str
+    where: Placement = "main"
+    probe_max_delay: float = Field(10.0, gt=0, le=60, description="Longest wait between WebSocket probes")
+    open_timeout: float = Field(5.0, gt=0, le=60, description="Use the fallback if the WebSocket is not open by then")
 
 
 class PageAgent:
-    """The page's agent and its connection policy (reconnect with exponential backoff and jitter)."""
+    """The page's agent: its tools, its events, and its link to the router (WebSocket, or the host's relay)."""
 
-    def __init__(self, config: PageConfig, bridge) -> None:
+    def __init__(self, config: PageConfig, bridge, uplink=None) -> None:
         self.config = config
         self.bridge = bridge
         self.agent = Agent(Hello(agent_id=config.agent_id, agent_type=config.agent_type,
                                  capabilities=config.capabilities, region=config.region))
-        self.transport: BrowserWebSocketTransport | None = None
         self.connected = asyncio.Event()
-        self._attempt = 0
+        self.uplink = HostUplink(uplink) if uplink is not None else None
+        self.link = RouterLink(self.agent, config.router_url, open_websocket=BrowserWebSocketTransport,
+                               uplink=self.uplink, max_delay=config.probe_max_delay,
+                               open_timeout=config.open_timeout, on_change=self._link_changed)
         self._handlers = []  # proxies of the tool handlers, kept alive for the page's lifetime
         self.agent.on_message(self._emit_message)
         self.agent.on_state(self._state_changed)
 
     def connect(self) -> None:
-        self.transport = BrowserWebSocketTransport(self.config.router_url, self.agent, self._closed)
+        if self.uplink is not None:
+            self.uplink.post("hello", agent_id=self.agent.agent_id, where=self.config.where)
+        self.link.start()
 
     async def register_tools(self, tools: tuple[Tool, ...] = TOOLS) -> None:
-        for tool in tools:
+        for tool in (*tools, self._status_tool()):
             handler = create_proxy(self._handler(tool))
             self._handlers.append(handler)
             await self.bridge.registerTool(tool.name, tool.title, tool.description,
@@ -70,14 +95,15 @@ class PageAgent:
         """Publish an event (region_change, task_available, knowledge_update, or any topic)."""
         return await self.agent.publish(event_type, payload, Region.model_validate(region) if region else None)
 
-    def status(self, **overrides) -> dict:
-        return {"agent_id": self.agent.agent_id, "agent_type": self.agent.agent_type, "state": self.agent.state,
-                "transport": self.transport.name if self.transport else None,
-                "router_url": self.config.router_url, **overrides}
+    def status_model(self) -> LinkStatus:
+        link = self.link
+        return LinkStatus(agent_id=self.agent.agent_id, agent_type=self.agent.agent_type, where=self.config.where,
+                          state="refused" if link.refused else self.agent.state, router_url=self.config.router_url,
+                          **link.status())
 
-    def status_json(self) -> str:
-        """For page scripts: the agent's id, type, connection state and transport."""
-        return json.dumps(self.status())
+    def status(self, **overrides) -> dict:
+        """For page scripts: id, type, where the agent lives, its state and transport."""
+        return {**self.status_model().model_dump(mode="json"), **overrides}
 
     # --- internals ------------------------------------------------------------------
 
@@ -91,29 +117,51 @@ class PageAgent:
 
     def _state_changed(self, state: str) -> None:
         if state == "connected":
-            self._attempt = 0
             self.connected.set()
         else:
             self.connected.clear()
-        self.bridge.emit("state", self.status_json())
+        self.bridge.emit("state", json.dumps(self.status()))
+        self._tell_host()
 
-    def _closed(self, reason: str) -> None:
-        if reason.startswith(f"closed ({CLOSE_AGENT_ID_TAKEN}"):
-            # Retrying cannot help: another page is this agent. Say so and stop.
-            self.bridge.emit("state", json.dumps(self.status(state="refused", reason=reason)))
-            return
-        self._attempt += 1
-        delay = min(RECONNECT_MAX_DELAY, RECONNECT_FIRST_DELAY * 2 ** (self._attempt - 1))
-        delay *= random.uniform(0.5, 1.0)  # jitter: a restarted router is not hit by every page at once
-        self.bridge.emit("state", json.dumps(self.status(state="reconnecting", reason=reason,
-                                                         retry_in=round(delay, 2))))
-        asyncio.get_running_loop().call_later(delay, self.connect)
+    def _link_changed(self, **details) -> None:
+        if details.get("retry_in") is not None and self.agent.state == "disconnected":
+            details["state"] = "reconnecting"
+        self.bridge.emit("state", json.dumps(self.status(**details)))
+        self._tell_host()
+
+    def _tell_host(self) -> None:
+        if self.uplink is not None:
+            self.uplink.post("status", status=self.status())
+
+    def _status_tool(self) -> Tool:
+        async def run(agent, args: StatusArgs) -> LinkStatus:
+            return self.status_model()
+
+        def summarize(status: LinkStatus) -> str:
+            how = {"websocket": "its own WebSocket", "postmessage": "the postMessage fallback (relayed by its host page)",
+                   None: "nothing (not connected)"}[status.transport]
+            return (f"Agent {status.agent_id} lives in the {_PLACES[status.where]} and reaches the router over {how}; "
+                    f"it is {status.state}. Agents in the same page: {', '.join(status.local_peers) or 'none'}.")
+
+        return Tool(
+            name="a2a_status",
+            title="Where this agent lives and how it is connected",
+            description=("Report this agent's id, where it lives (page main thread, Web Worker or iframe), its "
+                         "connection state and transport (its own WebSocket, or the postMessage fallback through "
+                         "the page hosting it), and the agents in the same page."),
+            arguments=StatusArgs,
+            run=run,
+            summarize=summarize,
+            read_only=True,
+        )
 
 
-async def start(config_json: str, bridge) -> PageAgent:
-    """Create the page's agent, start connecting, and register its tools."""
-    page = PageAgent(PageConfig.model_validate_json(config_json), bridge)
-    page.connect()
-    await page.register_tools()
-    return page
+_PLACES = {"main": "page's main thread", "worker": "a Web Worker", "iframe": "an iframe"}
 
+
+async def start(config_json: str, bridge, uplink=None) -> PageAgent:
+    """Create the agent, start connecting (WebSocket first), and register its tools."""
+    agent = PageAgent(PageConfig.model_validate_json(config_json), bridge, uplink)
+    agent.connect()
+    await agent.register_tools()
+    return agent

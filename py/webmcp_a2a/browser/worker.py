@@ -1,7 +1,7 @@
 """The entry of an agent that lives in a dedicated Web Worker (started by ``web/js/worker.js``).
 
 Pyodide's start-up (2-3 s of one long task) then happens off the page's main thread.
-The agent is the same :class:`~.hosted.HostedAgent` as everywhere else; the worker's
+The agent is the same :class:`~.page.PageAgent` as everywhere else; the worker's
 ``bridge`` posts the tool definitions (name, title, description, input schema from
 :data:`~.tools.TOOLS`) to the page, which registers them - tools can only be registered
 from a Window - and forwards each call back here over the worker's port; the page's
@@ -12,9 +12,9 @@ from __future__ import annotations
 
 import json
 
-from .hosted import HostedAgent, start as start_hosted
+from .page import PageAgent, start as start_page
 
 
-async def start(config_json: str, bridge, uplink) -> HostedAgent:
+async def start(config_json: str, bridge, uplink) -> PageAgent:
     config = {**json.loads(config_json), "where": "worker"}
-    return await start_hosted(json.dumps(config), bridge, uplink)
+    return await start_page(json.dumps(config), bridge, uplink)

@@ -119,6 +119,8 @@ class Agent:
     def connection_made(self, transport: Transport) -> None:
         self.transport = transport
         self._welcomed = asyncio.get_running_loop().create_future()
+        # A refusal nobody awaits (a reconnect loop in the background) is not an unhandled error.
+        self._welcomed.add_done_callback(lambda future: future.cancelled() or future.exception())
         self._set_state("connecting")
         self.core.connect()
         self._flush()
