@@ -10,8 +10,9 @@ The test page runs its agent in a Web Worker by default (the row with the target
 also measures ``?mode=main`` (agent on the page's main thread, where the boot marks
 ``a2a:python-ready`` and ``a2a:tools-registered`` give a breakdown).
 
-Cold: a fresh browser context per load (empty HTTP cache). Warm: one persistent profile per page
-kind, loaded once to fill the cache, then each measured load opens a new tab in it. The order of
+Cold: an empty HTTP cache - the first load in a new persistent profile (which also fills that
+profile's cache), then fresh browser contexts. Warm: a new tab in that persistent profile per
+load. The order of
 the kinds rotates every repetition so drift on a noisy machine hits all alike. Native WebMCP is on.
 """
 
@@ -82,24 +83,25 @@ async def run(quick: bool = False, notes: list | None = None) -> list[Row]:
         counter = iter(range(10_000))
 
         async with playwright() as pw:
-            browser = await launch_browser(pw)
-            try:
-                for rep in range(reps):
-                    for kind in ordered(kinds, rep):
-                        context = await browser.new_context()
-                        try:
-                            samples["cold", kind.name].append(await load(context, kind, next(counter)))
-                        finally:
-                            await context.close()
-            finally:
-                await browser.close()
-
             with tempfile.TemporaryDirectory(prefix="bench-profile-") as profiles:
+                # One persistent profile per kind. Its first load is a cold sample (empty cache) and
+                # fills the cache for the warm samples; the other cold samples use fresh contexts.
                 contexts = {kind.name: await launch_browser(pw, user_data_dir=f"{profiles}/{kind.name}")
                             for kind in kinds}
                 try:
-                    for kind in kinds:  # fill the cache
-                        await load(contexts[kind.name], kind, next(counter))
+                    for kind in kinds:
+                        samples["cold", kind.name].append(await load(contexts[kind.name], kind, next(counter)))
+                    browser = await launch_browser(pw)
+                    try:
+                        for rep in range(1, reps):
+                            for kind in ordered(kinds, rep):
+                                context = await browser.new_context()
+                                try:
+                                    samples["cold", kind.name].append(await load(context, kind, next(counter)))
+                                finally:
+                                    await context.close()
+                    finally:
+                        await browser.close()
                     for rep in range(reps):
                         for kind in ordered(kinds, rep):
                             samples["warm", kind.name].append(await load(contexts[kind.name], kind, next(counter)))

@@ -17,6 +17,7 @@ import asyncio
 import json
 import logging
 import time
+from collections import deque
 from dataclasses import dataclass, field
 
 from pydantic import BaseModel, ValidationError
@@ -91,7 +92,7 @@ class PendingDelivery:
     from_store: bool = False
     delivered: set[str] = field(default_factory=set)
     refusals: dict[str, str] = field(default_factory=dict)
-    timer: asyncio.TimerHandle | None = None
+    finished: bool = False
 
 
 class Router:
@@ -103,6 +104,8 @@ class Router:
         self.locks = Locks(self._answer)
         self.barriers = Barriers(self._answer)
         self._pending: dict[str, PendingDelivery] = {}
+        self._deadlines: deque[tuple[float, PendingDelivery]] = deque()  # ack deadlines, oldest first
+        self._deadline_timer: asyncio.TimerHandle | None = None
         self.relays = RelayTable(self)  # agents hosted by another connection (relay.py)
         self._handlers = {
             SendRequest: self._send,
@@ -345,8 +348,10 @@ class Router:
                 pending.waiting.discard(agent_id)
                 pending.refusals[agent_id] = "offline" if target is None else "queue_full"
         if pending.waiting:
-            loop = asyncio.get_running_loop()
-            pending.timer = loop.call_later(self.settings.ack_timeout, self._ack_timeout, pending)
+            self._deadlines.append((time.monotonic() + self.settings.ack_timeout, pending))
+            if self._deadline_timer is None:
+                self._deadline_timer = asyncio.get_running_loop().call_later(self.settings.ack_timeout,
+                                                                             self._check_deadlines)
         else:
             self._finish(pending)
 
@@ -361,18 +366,27 @@ class Router:
         if not pending.waiting:
             self._finish(pending)
 
+    def _check_deadlines(self) -> None:
+        now = time.monotonic()
+        while self._deadlines and self._deadlines[0][0] <= now:
+            _, pending = self._deadlines.popleft()
+            if not pending.finished:
+                self._ack_timeout(pending)
+        self._deadline_timer = None
+        if self._deadlines:
+            self._deadline_timer = asyncio.get_running_loop().call_later(self._deadlines[0][0] - now,
+                                                                         self._check_deadlines)
+
     def _ack_timeout(self, pending: PendingDelivery) -> None:
-        pending.timer = None
         for agent_id in pending.waiting:
             pending.refusals[agent_id] = f"no acknowledgement within {self.settings.ack_timeout:g}s"
         pending.waiting.clear()
         self._finish(pending)
 
     def _finish(self, pending: PendingDelivery) -> None:
+        pending.finished = True
         if self._pending.get(pending.envelope.message_id) is pending:
             del self._pending[pending.envelope.message_id]
-        if pending.timer is not None:
-            pending.timer.cancel()
         message_id = pending.envelope.message_id
         if pending.fanout:
             result = FanoutResult(recipients=pending.recipients, delivered_count=len(pending.delivered),
