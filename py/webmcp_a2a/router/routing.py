@@ -2,7 +2,9 @@
 
 Nothing here awaits: every handler runs to completion and leaves frames in the
 connections' queues, so one slow client never holds up the others. Waiting - for
-acknowledgements, locks, barriers - is a timer, not a task.
+acknowledgements, locks, barriers - is a timer, not a task; and since every delivery
+waits the same ``ack_timeout``, their deadlines form one queue in time order, checked
+by a single timer rather than one timer per message.
 
 Delivery, in short: a direct message to an online agent is answered once that
 agent's runtime acknowledged it (``delivered: true``) or refused it, or when
