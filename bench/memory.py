@@ -155,9 +155,9 @@ async def run(quick: bool = False, notes: list | None = None) -> list[Row]:
     with servers(project_server(), baseline_server()) as (ours_server, base_server):
         pages = {
             "ours": (lambda rep: f"{ours_server.http}/?agent_id=mem-{rep}&agent_type=executor",
-                     "document.documentElement.dataset.a2a === 'ready'"),
+                     "document.documentElement?.dataset.a2a === 'ready'"),
             "bare": (lambda rep: f"{base_server.http}/bench/bare_page.html",
-                     "document.documentElement.dataset.bare === 'ready'"),
+                     "document.documentElement?.dataset.bare === 'ready'"),
         }
         async def measure(pw, kind: str, rep: int) -> None:
             url, ready = pages[kind]

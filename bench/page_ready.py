@@ -71,11 +71,11 @@ async def run(quick: bool = False, notes: list | None = None) -> list[Row]:
     reps = 3 if quick else 5
     notes = notes if notes is not None else []
     with servers(project_server(), baseline_server()) as (ours_server, base_server):
-        ready = "document.documentElement.dataset.a2a === 'ready'"
+        ready = "document.documentElement?.dataset.a2a === 'ready'"
         kinds = [Kind("ours", lambda i: f"{ours_server.http}/?agent_id=ready-{i}&agent_type=executor", ready,
                       OURS_MARKS),
                  Kind("bare", lambda i: f"{base_server.http}/bench/bare_page.html",
-                      "document.documentElement.dataset.bare === 'ready'", BARE_MARKS)]
+                      "document.documentElement?.dataset.bare === 'ready'", BARE_MARKS)]
         if not quick:  # the agent on the page's main thread instead of the default Web Worker
             kinds.append(Kind("ours-main", lambda i: f"{ours_server.http}/?agent_id=ready-{i}&agent_type=executor"
                                                      "&mode=main", ready, OURS_MARKS))

@@ -85,7 +85,7 @@ async def one(context, base: str, profile: bool, top: int) -> dict:
     page.on("pageerror", lambda error: print(f"[page error] {error}", file=sys.stderr))
     await page.add_init_script(f"window.__PY = {json.dumps(PYTHON % {'profile': profile, 'top': top})};")
     await page.goto(base + PAGE)
-    await wait_for(page, "document.documentElement.dataset.done === '1'")
+    await wait_for(page, "document.documentElement?.dataset.done === '1'")
     result = await page.evaluate("window.__profile")
     await page.close()
     return result

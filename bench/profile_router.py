@@ -1,13 +1,14 @@
 """Where the router's CPU goes under load: py-spy on ``serve.py`` while simulated agents hammer it.
 
-    python bench/profile_router.py [--n 100] [--seconds 8] [--broadcast] [--relay]
+    python bench/profile_router.py [--n 100] [--seconds 8] [--broadcast] [--server router|relay|asgi-relay]
 
 Needs py-spy (``.venv/bin/pip install py-spy``; a tool of this benchmark, not a project
-dependency). Starts ``serve.py`` (or, with ``--relay``, the minimal ``websockets`` relay), connects
+dependency). Starts ``serve.py`` (or one of the baselines: the minimal ``websockets`` relay, or
+the same relay on uvicorn + Starlette), connects
 ``--n`` agents with :mod:`bench.loadgen`, runs the closed loop of direct messages (or broadcasts)
 and samples the server at 200 Hz. Prints the share of samples by layer (inclusive: a sample counts
 for every layer on its stack) and by leaf line (self time), and keeps the raw stacks in
-``bench/results/profile-*.txt`` for a flame graph.
+``bench/results/profile-*.tmp`` (git-ignored) for a flame graph.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from pathlib import Path
 if __name__ == "__main__" and __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench.common import RESULTS, project_server, raise_fd_limit, relay_server, servers  # noqa: E402
+from bench.common import RESULTS, baseline_server, project_server, raise_fd_limit, relay_server, servers  # noqa: E402
 from bench.loadgen import Load, RelayDialect, RouterDialect  # noqa: E402
 
 # Inclusive layers: a stack is counted once per layer whose marker appears in any of its frames.
@@ -68,8 +69,9 @@ def summarize(raw: Path, top: int = 25) -> str:
     return "\n".join(out)
 
 
-async def load(server, relay: bool, n: int, seconds: float, broadcast: bool, raw: Path) -> str:
-    dialect = RelayDialect(server.ws) if relay else RouterDialect(server.ws)
+async def load(server, kind: str, n: int, seconds: float, broadcast: bool, raw: Path) -> str:
+    dialect = {"router": lambda: RouterDialect(server.ws), "relay": lambda: RelayDialect(server.ws),
+               "asgi-relay": lambda: RelayDialect(server.ws, "/relay/", "asgi relay")}[kind]()
     generator = Load(dialect, n, server.pid)
     await generator.connect()
     spy = subprocess.Popen([shutil.which("py-spy") or str(Path(sys.executable).parent / "py-spy"), "record",
@@ -92,13 +94,15 @@ def main() -> None:
     parser.add_argument("--n", type=int, default=100)
     parser.add_argument("--seconds", type=float, default=8)
     parser.add_argument("--broadcast", action="store_true")
-    parser.add_argument("--relay", action="store_true", help="profile the minimal websockets relay instead")
+    parser.add_argument("--server", choices=["router", "relay", "asgi-relay"], default="router",
+                        help="serve.py (default), the minimal websockets relay, or the relay on uvicorn+Starlette")
     args = parser.parse_args()
     raise_fd_limit()
     RESULTS.mkdir(exist_ok=True)
-    raw = RESULTS / f"profile-{'relay' if args.relay else 'router'}-n{args.n}-{'bcast' if args.broadcast else 'direct'}.txt"
-    with servers(relay_server() if args.relay else project_server()) as (server,):
-        headline = asyncio.run(load(server, args.relay, args.n, args.seconds, args.broadcast, raw))
+    raw = RESULTS / f"profile-{args.server}-n{args.n}-{'bcast' if args.broadcast else 'direct'}.tmp"  # gitignored
+    made = {"router": project_server, "relay": relay_server, "asgi-relay": baseline_server}[args.server]()
+    with servers(made) as (server,):
+        headline = asyncio.run(load(server, args.server, args.n, args.seconds, args.broadcast, raw))
     print(headline)
     print(summarize(raw))
     print(f"\nraw stacks: {raw.relative_to(Path.cwd()) if raw.is_relative_to(Path.cwd()) else raw}")

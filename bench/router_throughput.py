@@ -161,6 +161,8 @@ async def run(quick: bool = False, notes: list | None = None) -> list[Row]:
                 asgi_relay["direct"].messages_per_s, ASGI, extra={"base": util(asgi_relay["direct"])}),
             Row("3 router", f"broadcast deliveries/s, N={n}", "msg/s", ours["broadcast"].messages_per_s,
                 asgi_relay["broadcast"].messages_per_s, ASGI, extra={"base": util(asgi_relay["broadcast"])}),
+            Row("5 scaling", f"server CPU per direct message, N={n}", "us", ours["direct"].server_us_per_message,
+                asgi_relay["direct"].server_us_per_message, ASGI),
         ]
         if n == 1000:
             rows.append(Row("3 router", "fan-out, 1 broadcast -> 999 agents: last recipient has it", "ms",

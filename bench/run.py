@@ -3,7 +3,8 @@
     python bench/run.py [--quick] [--only NAME ...]
 
 Prints one table and writes ``bench/results/latest.json`` and ``bench/results/latest.md``
-(date, machine, mode, wall time, every row and the notes). NAME is one of the modules below;
+(date, machine, mode, wall time, every row and the notes); a run of the whole suite also writes
+``full.*`` or ``quick.*``, so the last run of each mode stays. NAME is one of the modules below;
 each also runs alone: ``python bench/NAME.py [--quick]`` (or ``python -m bench.NAME``).
 """
 
@@ -67,11 +68,12 @@ def main() -> None:
         print("\nNotes:")
         for note in notes:
             print(f"- {note}")
-    json_path, md_path = write_results(
-        rows, "latest", quick=args.quick, wall_seconds=wall, notes=notes,
-        info={"benchmarks": names, "wall_seconds_each": walls, "loadavg_at_end": os.getloadavg(),
-              "command": " ".join(["python bench/run.py", *sys.argv[1:]])},
-    )
+    info = {"benchmarks": names, "wall_seconds_each": walls, "loadavg_at_end": os.getloadavg(),
+            "command": " ".join(["python bench/run.py", *sys.argv[1:]])}
+    json_path, md_path = write_results(rows, "latest", quick=args.quick, wall_seconds=wall, notes=notes, info=info)
+    if not args.only:  # the last complete run of each mode stays too
+        write_results(rows, "quick" if args.quick else "full", quick=args.quick, wall_seconds=wall, notes=notes,
+                      info=info)
     print(f"\n{'quick' if args.quick else 'full'} suite: {wall:.0f} s wall (load average before "
           f"{load_before[0]:.2f}, after {os.getloadavg()[0]:.2f}); wrote {json_path.relative_to(ROOT)} and "
           f"{md_path.relative_to(ROOT)}")

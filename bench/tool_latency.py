@@ -121,8 +121,8 @@ async def run(quick: bool = False, notes: list | None = None) -> list[Row]:
             browser = await launch_browser(pw)
             try:
                 context = await browser.new_context()
-                ready = "document.documentElement.dataset.a2a === 'ready'"
-                relay_ready = "document.documentElement.dataset.relay === 'ready'"
+                ready = "document.documentElement?.dataset.a2a === 'ready'"
+                relay_ready = "document.documentElement?.dataset.relay === 'ready'"
                 page_url = f"{ours_server.http}/?agent_type=executor&agent_id="
                 relay_url = f"{base_server.http}/bench/relay_pair.html"
                 # (name, sender page, receiver page, receiver id, via); pages open concurrently (their
