@@ -17,7 +17,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent / "py"))
 
 import uvicorn  # noqa: E402
 
-from webmcp_a2a.router import RouterSettings, create_app  # noqa: E402
+from webmcp_a2a.router import RouterSettings  # noqa: E402
+from webmcp_a2a.router.server import uvicorn_config  # noqa: E402
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -36,6 +37,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                              "across restarts; ':memory:' keeps nothing (default: %(default)s)")
     parser.add_argument("--store-limit", type=int, default=defaults.store_limit_per_agent,
                         help="messages kept for one absent agent at most (default: %(default)s)")
+    parser.add_argument("--ws-deflate", action="store_true",
+                        help="offer per-message compression (off by default: costs CPU and ~41 KB per connection)")
     parser.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
     return parser.parse_args(argv)
 
@@ -46,15 +49,7 @@ def main(argv: list[str] | None = None) -> None:
                               ack_timeout=args.ack_timeout, store_path=args.store,
                               store_limit_per_agent=args.store_limit)
     logging.basicConfig(level=args.log_level.upper(), format="%(levelname)s %(name)s: %(message)s")
-    config = uvicorn.Config(
-        create_app(settings),
-        host=args.host,
-        port=args.port,
-        ws="websockets-sansio",
-        ws_max_size=settings.transport_max_bytes,
-        log_level=args.log_level,
-        access_log=False,
-    )
+    config = uvicorn_config(settings, args.host, args.port, ws_deflate=args.ws_deflate, log_level=args.log_level)
     server = uvicorn.Server(config)
     print(f"webmcp-a2a: open http://{args.host}:{args.port}/  (router at ws://{args.host}:{args.port}/a2a)",
           flush=True)

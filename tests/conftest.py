@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 import uvicorn
 
-from webmcp_a2a.router import RouterSettings, create_app
+from webmcp_a2a.router import RouterSettings
+from webmcp_a2a.router.server import uvicorn_config
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -28,9 +29,8 @@ class RunningRouter:
     def __init__(self, settings: RouterSettings, port: int | None = None) -> None:
         self.settings = settings
         self.port = port or free_port()
-        self.app = create_app(settings)
-        config = uvicorn.Config(self.app, host="127.0.0.1", port=self.port, ws="websockets-sansio",
-                                ws_max_size=settings.transport_max_bytes, log_level="warning")
+        config = uvicorn_config(settings, port=self.port, log_level="warning")
+        self.app = config.app
         self.server = uvicorn.Server(config)
         self.thread = threading.Thread(target=self.server.run, daemon=True)
 

@@ -71,8 +71,10 @@ def main() -> None:
     parser.add_argument("--port", type=int, required=True)
     args = parser.parse_args()
     settings = RouterSettings()
+    # The same uvicorn options as serve.py (router/server.py), per-message compression off included.
     config = uvicorn.Config(create_app(), host="127.0.0.1", port=args.port, ws="websockets-sansio",
-                            ws_max_size=settings.transport_max_bytes, log_level="warning", access_log=False)
+                            ws_max_size=settings.transport_max_bytes, ws_per_message_deflate=False,
+                            log_level="warning", access_log=False)
     uvicorn.Server(config).run()
 
 

@@ -38,7 +38,8 @@ async def handler(websocket: ServerConnection) -> None:
 
 
 async def main(port: int) -> None:
-    async with serve(handler, "127.0.0.1", port, max_size=None) as server:
+    # No per-message compression: the router does not offer it by default either (same transport cost).
+    async with serve(handler, "127.0.0.1", port, max_size=None, compression=None) as server:
         await server.serve_forever()
 
 

@@ -30,6 +30,8 @@ $("agent-id").textContent = config.agent_id;
 $("agent-type").textContent = config.agent_type;
 $("router-url").textContent = config.router_url;
 
+const LOG_LIMIT = 200; // a page left open for hours keeps the newest entries only
+
 function log(kind, summary, detail) {
   const item = document.createElement("li");
   item.className = `log-${kind}`;
@@ -44,6 +46,7 @@ function log(kind, summary, detail) {
     item.append(pre);
   }
   $("log").prepend(item);
+  while ($("log").childElementCount > LOG_LIMIT) $("log").lastElementChild.remove();
 }
 
 const PLACES = { main: "this page's main thread", worker: "a Web Worker of this page", iframe: "this iframe (hosted by its parent page)" };
@@ -118,14 +121,15 @@ async function start() {
   const [boot_, ready] = [performance.getEntriesByName("a2a:boot")[0], performance.now()];
   performance.mark("a2a:ready");
   $("startup").textContent = `ready ${Math.round(ready)} ms after navigation (boot script started at ${Math.round(boot_.startTime)} ms)`;
+  const { agent, pyodide, native, hub } = booted;
+  Object.assign(window.a2a, { agent, pyodide, native, hub }); // before "ready": waiters find them set
   document.documentElement.dataset.a2a = "ready";
   return booted;
 }
 
+window.a2a = { config, drops };
 const ready = start();
-window.a2a = { config, ready: ready.then(() => true) };
-window.a2a.drops = drops;
-ready.then(({ agent, pyodide, native, hub }) => Object.assign(window.a2a, { agent, pyodide, native, hub }));
+window.a2a.ready = ready.then(() => true);
 ready.catch((error) => {
   $("state").textContent = "failed";
   $("state").dataset.state = "failed";

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import functools
+import hashlib
 import io
 import zipfile
 from pathlib import Path
@@ -24,16 +26,27 @@ PROJECT_DIR = PACKAGE_DIR.parent.parent
 PAGE_SUBPACKAGES = ("client", "browser")
 
 
-def page_package_zip() -> bytes:
-    """The Python the page runs, zipped fresh on every request so an edit shows on reload."""
+def _page_sources() -> list[Path]:
+    sources = sorted(PACKAGE_DIR.glob("*.py"))
+    for subpackage in PAGE_SUBPACKAGES:
+        sources += sorted((PACKAGE_DIR / subpackage).glob("*.py"))
+    return sources
+
+
+@functools.lru_cache(maxsize=1)
+def _zip_of(stamp: tuple) -> tuple[bytes, str]:
     buffer = io.BytesIO()
     with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
-        sources = [*PACKAGE_DIR.glob("*.py")]
-        for subpackage in PAGE_SUBPACKAGES:
-            sources += sorted((PACKAGE_DIR / subpackage).glob("*.py"))
-        for source in sources:
+        for path, _, _ in stamp:
+            source = Path(path)
             archive.write(source, source.relative_to(PACKAGE_DIR.parent).as_posix())
-    return buffer.getvalue()
+    data = buffer.getvalue()
+    return data, f'"{hashlib.sha256(data).hexdigest()[:32]}"'
+
+
+def page_package_zip() -> tuple[bytes, str]:
+    """The Python the page runs, and its ETag; zipped again only when a source file changed."""
+    return _zip_of(tuple((str(p), p.stat().st_mtime_ns, p.stat().st_size) for p in _page_sources()))
 
 
 class NoCacheStaticFiles(StaticFiles):
@@ -72,7 +85,12 @@ def create_app(settings: RouterSettings | None = None, *, static_dir: Path | Non
             writer.cancel()
 
     async def python_package(request: Request) -> Response:
-        return Response(page_package_zip(), media_type="application/zip", headers={"Cache-Control": "no-cache"})
+        # Revalidated on every load (an edit under py/ shows on reload), downloaded only when changed.
+        data, etag = page_package_zip()
+        headers = {"Cache-Control": "no-cache", "ETag": etag}
+        if request.headers.get("if-none-match") == etag:
+            return Response(status_code=304, headers=headers)
+        return Response(data, media_type="application/zip", headers=headers)
 
     async def health(request: Request) -> Response:
         return JSONResponse({"status": "ok", "agents": len(router.registry)})

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from typing import Awaitable, Callable
 
 CONTROL_PRIORITY = 11  # above critical (10): results and errors are never stuck behind deliveries
+_HIGHEST_FIRST = tuple(range(CONTROL_PRIORITY, 0, -1))
 
 
 @dataclass(eq=False)
@@ -49,7 +50,7 @@ class Connection:
         self._close = close
         self._limit = queue_limit
         self._reply_limit = reply_limit
-        self._queues: dict[int, deque[Outgoing]] = {p: deque() for p in range(CONTROL_PRIORITY, 0, -1)}
+        self._queues: dict[int, deque[Outgoing]] = {}  # by priority, made on first use: most stay empty
         self._length = 0  # deliveries not yet handed to the socket, the one being written included
         self._ready = asyncio.Event()
         self._close_with: tuple[int, str] | None = None
@@ -69,13 +70,16 @@ class Connection:
         if self._close_with is not None:
             return False
         if priority == CONTROL_PRIORITY:
-            if len(self._queues[CONTROL_PRIORITY]) >= self._reply_limit:
+            if len(self._queues.get(CONTROL_PRIORITY, ())) >= self._reply_limit:
                 return False
         else:
             if self._length >= self._limit and not self._evict_below(priority):
                 return False
             self._length += 1
-        self._queues[priority].append(Outgoing(text, priority, expires_at, on_drop))
+        queue = self._queues.get(priority)
+        if queue is None:
+            queue = self._queues[priority] = deque()
+        queue.append(Outgoing(text, priority, expires_at, on_drop))
         self._ready.set()
         return True
 
@@ -101,14 +105,15 @@ class Connection:
             self._ready.clear()
 
     def _next(self) -> Outgoing | None:
-        for queue in self._queues.values():  # highest priority first
+        for priority in _HIGHEST_FIRST:
+            queue = self._queues.get(priority)
             if queue:
                 return queue.popleft()
         return None
 
     def _evict_below(self, priority: int) -> bool:
         for lower in range(1, priority):
-            queue = self._queues[lower]
+            queue = self._queues.get(lower)
             if queue:
                 self._length -= 1
                 queue.pop().drop("evicted")

@@ -16,6 +16,7 @@ says so (``stored: true``). Broadcasts and topic events go to who is online.
 from __future__ import annotations
 
 import asyncio
+import itertools
 import json
 import logging
 import time
@@ -63,6 +64,7 @@ from .relay import RELAY_FRAMES, RelayTable
 from .subscriptions import SubscriptionTable
 
 log = logging.getLogger("webmcp_a2a.router")
+_serials = itertools.count()
 
 # WebSocket close codes (4000-4999 are the application's own).
 CLOSE_AGENT_ID_TAKEN = 4009
@@ -94,7 +96,7 @@ class PendingDelivery:
     from_store: bool = False
     delivered: set[str] = field(default_factory=set)
     refusals: dict[str, str] = field(default_factory=dict)
-    finished: bool = False
+    serial: int = field(default_factory=lambda: next(_serials))
 
 
 class Router:
@@ -106,7 +108,8 @@ class Router:
         self.locks = Locks(self._answer)
         self.barriers = Barriers(self._answer)
         self._pending: dict[str, PendingDelivery] = {}
-        self._deadlines: deque[tuple[float, PendingDelivery]] = deque()  # ack deadlines, oldest first
+        # Ack deadlines, oldest first, naming deliveries by id: a finished one is freed at once.
+        self._deadlines: deque[tuple[float, str, int]] = deque()
         self._deadline_timer: asyncio.TimerHandle | None = None
         self.relays = RelayTable(self)  # agents hosted by another connection (relay.py)
         self._handlers = {
@@ -129,11 +132,10 @@ class Router:
 
     def receive(self, conn: Connection, text: str) -> None:
         """Handle one text frame from ``conn``."""
-        if len(text) > self.settings.max_frame_bytes or len(text.encode()) > self.settings.max_frame_bytes:
-            self._error(conn, None, ErrorInfo(
-                code="frame_too_large",
-                message=f"frame exceeds {self.settings.max_frame_bytes} bytes",
-            ))
+        limit = self.settings.max_frame_bytes
+        # A str of n characters is n to 4n bytes in UTF-8: encode only when it could matter.
+        if len(text) > limit or (len(text) * 4 > limit and len(text.encode()) > limit):
+            self._error(conn, None, ErrorInfo(code="frame_too_large", message=f"frame exceeds {limit} bytes"))
             return
         try:
             frame = CLIENT_FRAME.validate_json(text)
@@ -350,7 +352,8 @@ class Router:
                 pending.waiting.discard(agent_id)
                 pending.refusals[agent_id] = "offline" if target is None else "queue_full"
         if pending.waiting:
-            self._deadlines.append((time.monotonic() + self.settings.ack_timeout, pending))
+            self._deadlines.append((time.monotonic() + self.settings.ack_timeout, pending.envelope.message_id,
+                                    pending.serial))
             if self._deadline_timer is None:
                 self._deadline_timer = asyncio.get_running_loop().call_later(self.settings.ack_timeout,
                                                                              self._check_deadlines)
@@ -371,8 +374,9 @@ class Router:
     def _check_deadlines(self) -> None:
         now = time.monotonic()
         while self._deadlines and self._deadlines[0][0] <= now:
-            _, pending = self._deadlines.popleft()
-            if not pending.finished:
+            _, message_id, serial = self._deadlines.popleft()
+            pending = self._pending.get(message_id)
+            if pending is not None and pending.serial == serial:
                 self._ack_timeout(pending)
         self._deadline_timer = None
         if self._deadlines:
@@ -386,7 +390,6 @@ class Router:
         self._finish(pending)
 
     def _finish(self, pending: PendingDelivery) -> None:
-        pending.finished = True
         if self._pending.get(pending.envelope.message_id) is pending:
             del self._pending[pending.envelope.message_id]
         message_id = pending.envelope.message_id
