@@ -141,7 +141,8 @@ async def run(quick: bool = False, notes: list | None = None) -> list[Row]:
     for deflate in (True,) if quick else (True, False):
         ours = await per_agent_kb(project_server(), router, deflate)
         base = await per_agent_kb(relay_server(), relay, deflate)
-        label = "with permessage-deflate" if deflate else "clients without permessage-deflate"
+        # Servers decide: the router and both baselines decline compression (the router's default).
+        label = "clients offering permessage-deflate" if deflate else "clients without permessage-deflate"
         rows.append(Row("4 memory", f"router RSS per connected agent, {AGENTS} agents, {label}", "KB",
                         Stats.of([ours]), Stats.of([base]), "ws relay",
                         target=("<=", 50) if deflate else None, target_on="value"))
