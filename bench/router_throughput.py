@@ -26,7 +26,6 @@ curve, and it does not depend on how fast the load generator is.
 
 from __future__ import annotations
 
-import asyncio
 import sys
 from pathlib import Path
 

@@ -300,7 +300,7 @@ def load_lock() -> dict:
 
 def outputs_of(lock: dict) -> list[Output]:
     outs: list[Output] = []
-    for spec, entry in lock["npm"].items():
+    for entry in lock["npm"].values():
         for path, f in entry["files"].items():
             outs.append(Output(path, f["sha256"], spec, f["from"]))
     for name, entry in lock["wheels"].items():
@@ -612,7 +612,7 @@ def cmd_record() -> int:
         lock["generated"][WHEEL_LOCK_OUT] = sha256_bytes(data)
         contents[WHEEL_LOCK_OUT] = data
 
-    for spec, entry in lock["npm"].items():
+    for entry in lock["npm"].values():
         prev = old_hashes.get(entry["tarball"])
         if prev and prev != entry["sha256"]:
             print("WARNING: " + mismatch_message(

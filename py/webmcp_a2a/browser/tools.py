@@ -21,7 +21,6 @@ from pydantic import BaseModel, ValidationError
 from ..client.agent import Agent, RouterError
 from ..protocol import (
     BarrierArgs,
-    BarrierResult,
     BroadcastArgs,
     DiscoverArgs,
     DiscoverResult,

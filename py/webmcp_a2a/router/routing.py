@@ -125,8 +125,8 @@ class Router:
         }
         for hello, last_seen in self.store.known_agents():
             self.registry.remember(hello, last_seen)
-        for subscription in self.store.subscriptions():
-            self.subscriptions.add(*subscription[1:], subscription_id=subscription[0])
+        for subscription_id, agent_id, topic, filter in self.store.subscriptions():
+            self.subscriptions.add(agent_id, topic, filter, subscription_id)
 
     # --- connection lifecycle -------------------------------------------
 

@@ -13,7 +13,6 @@ sender's outbox, not this store, covers a router crash in between.
 
 from __future__ import annotations
 
-import json
 import sqlite3
 import time
 from typing import Iterator
