@@ -300,7 +300,7 @@ def load_lock() -> dict:
 
 def outputs_of(lock: dict) -> list[Output]:
     outs: list[Output] = []
-    for entry in lock["npm"].values():
+    for spec, entry in lock["npm"].items():
         for path, f in entry["files"].items():
             outs.append(Output(path, f["sha256"], spec, f["from"]))
     for name, entry in lock["wheels"].items():
