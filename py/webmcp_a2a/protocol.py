@@ -76,7 +76,7 @@ def new_message_id() -> str:
 class _Model(BaseModel):
     # Unknown fields are errors: a typo in a tool argument or a frame must be
     # reported, not silently ignored.
-    model_config = ConfigDict(extra="forbid", defer_build=True)
+    model_config = ConfigDict(extra="forbid")
 
 
 class Region(_Model):
