@@ -81,11 +81,15 @@ class PageAgent:
         self.link.start()
 
     async def register_tools(self, tools: tuple[Tool, ...] = TOOLS) -> None:
+        registrations = []
         for tool in (*tools, self._status_tool()):
             handler = create_proxy(self._handler(tool))
             self._handlers.append(handler)
-            await self.bridge.registerTool(tool.name, tool.title, tool.description,
-                                           json.dumps(tool.input_schema()), json.dumps(tool.annotations()), handler)
+            registrations.append(self.bridge.registerTool(
+                tool.name, tool.title, tool.description, json.dumps(tool.input_schema()),
+                json.dumps(tool.annotations()), handler))
+        # All at once: from a worker each registration is a round trip to the page.
+        await asyncio.gather(*registrations)
 
     def on_message(self, handler: MessageHandler):
         """Python handler for every message this agent receives; returns a function that removes it."""
