@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import socket
 import threading
 import time
@@ -79,8 +80,6 @@ def router_server():
 
 async def eventually(predicate, timeout: float = 10.0, interval: float = 0.02):
     """Poll ``predicate`` until it is truthy; return its value, or fail after ``timeout`` seconds."""
-    import asyncio
-
     deadline = time.monotonic() + timeout
     while not (value := predicate()):
         if time.monotonic() > deadline:

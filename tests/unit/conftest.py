@@ -5,6 +5,7 @@ import itertools
 import pytest
 import websockets
 
+from tests.conftest import eventually
 from webmcp_a2a.client.cpython import connect
 from webmcp_a2a.protocol import Hello
 
@@ -45,3 +46,14 @@ async def raw(router_server):
     yield make
     for websocket in opened:
         await websocket.close()
+
+
+@pytest.fixture
+def leave(router_server):
+    """``await leave(agent)``: close the agent and wait until the router has it offline."""
+
+    async def close_and_wait(agent) -> None:
+        agent.close()
+        await eventually(lambda: router_server.router.registry.online(agent.agent_id) is None)
+
+    return close_and_wait

@@ -155,12 +155,10 @@ async def test_full_queue_refuses_equal_priority_and_evicts_for_higher(slow_read
         carol.close()
 
 
-async def test_message_for_an_offline_agent_is_stored_and_delivered_in_order_on_return(agents, router_server):
+async def test_message_for_an_offline_agent_is_stored_and_delivered_in_order_on_return(agents, leave, router_server):
     alice = await agents()
     bob_id = unique("bob")
-    bob = await agents(agent_id=bob_id)
-    bob.close()
-    await eventually(lambda: router_server.router.registry.online(bob_id) is None)
+    await leave(await agents(agent_id=bob_id))
     results = [await alice.send_message(note(bob_id, n=n)) for n in range(3)]
     assert all((r.delivered, r.stored, r.target_status) == (False, True, "offline") for r in results)
     bob = await agents(agent_id=bob_id)
@@ -168,11 +166,10 @@ async def test_message_for_an_offline_agent_is_stored_and_delivered_in_order_on_
     await eventually(lambda: router_server.router.store.count(bob_id) == 0)
 
 
-async def test_stored_message_past_its_expiry_is_not_delivered(agents, router_server):
+async def test_stored_message_past_its_expiry_is_not_delivered(agents, leave):
     alice = await agents()
     bob_id = unique("bob")
-    (await agents(agent_id=bob_id)).close()
-    await eventually(lambda: router_server.router.registry.online(bob_id) is None)
+    await leave(await agents(agent_id=bob_id))
     assert (await alice.send_message(note(bob_id, ttl=0.2, n=1))).stored is True
     await asyncio.sleep(0.3)
     bob = await agents(agent_id=bob_id)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 
 from tests.conftest import eventually
 from tests.unit.conftest import unique
@@ -26,11 +25,10 @@ async def test_discover_filters_by_type_capability_and_region(agents):
     assert by_region.agents[0].status == "online"
 
 
-async def test_offline_agents_are_listed_with_last_seen_when_asked(agents, router_server):
+async def test_offline_agents_are_listed_with_last_seen_when_asked(agents, leave):
     kind = unique("ghost")
     watcher, leaver = await agents(kind), await agents(kind)
-    leaver.close()
-    await eventually(lambda: router_server.router.registry.online(leaver.agent_id) is None)
+    await leave(leaver)
     online_only = await watcher.discover(DiscoverArgs(agent_type=kind))
     assert [a.agent_id for a in online_only.agents] == [watcher.agent_id]
     everyone = {a.agent_id: a for a in (await watcher.discover(DiscoverArgs(agent_type=kind,
@@ -74,13 +72,12 @@ async def test_custom_topic_reaches_its_subscribers_only(agents):
     assert await events(bystander, wait=0.2) == []
 
 
-async def test_subscription_survives_a_reconnect(agents, router_server):
+async def test_subscription_survives_a_reconnect(agents, leave):
     topic = unique("news")
     subscriber_id = unique("reader")
     first = await agents(agent_id=subscriber_id)
     await first.subscribe(topic)
-    first.close()
-    await eventually(lambda: router_server.router.registry.online(subscriber_id) is None)
+    await leave(first)
     again = await agents(agent_id=subscriber_id)
     publisher = await agents()
     result = await publisher.publish(topic, {"edition": 2})
@@ -88,13 +85,10 @@ async def test_subscription_survives_a_reconnect(agents, router_server):
     assert [e.payload for e in await events(again)] == [{"edition": 2}]
 
 
-async def test_events_are_not_kept_for_offline_subscribers(agents, router_server):
+async def test_events_are_not_kept_for_offline_subscribers(agents, leave):
+    subscriber = await agents()
     topic = unique("flash")
-    subscriber_id = unique("away")
-    subscriber = await agents(agent_id=subscriber_id)
     await subscriber.subscribe(topic)
-    subscriber.close()
-    await eventually(lambda: router_server.router.registry.online(subscriber_id) is None)
+    await leave(subscriber)
     result = await (await agents()).publish(topic, {})
     assert result.recipients == []
-    await asyncio.sleep(0)

@@ -68,17 +68,15 @@ class WebSocketsTransport:
             pass
 
 
-async def connect(url: str, hello: Hello, *, welcome: bool = True, reconnect: bool = True,
-                  **agent_options) -> Agent:
-    """Open a connection, say hello, and (by default) wait for the router's welcome."""
+async def connect(url: str, hello: Hello, *, reconnect: bool = True, **agent_options) -> Agent:
+    """Open a connection, say hello, and wait for the router's welcome."""
     agent = Agent(hello, **agent_options)
     first = await _open(url, agent)
     if reconnect:
         task = asyncio.create_task(_stay_connected(url, agent, first))
         _reconnectors.add(task)
         task.add_done_callback(_reconnectors.discard)
-    if welcome:
-        await agent.welcomed()
+    await agent.welcomed()
     return agent
 
 
