@@ -1,6 +1,7 @@
 # Two commands for a fresh machine:
 #   make run    install everything and serve the test page on http://127.0.0.1:8765/
-#   make test   install everything the tests need (Debian's chromium too) and run them
+#   make test   install everything the tests need (Debian's chromium too), run the checks, then the tests
+# And: make check (lint, format, types, JS), make fix (apply the automatic fixes).
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
@@ -9,13 +10,25 @@ PORT ?= 8765
 PYTEST_ARGS ?=
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: run test bench assets chromium
+.PHONY: run test check fix bench assets chromium node
 
 run: $(VENV)/.installed assets
 	$(BIN)/python serve.py --host $(HOST) --port $(PORT)
 
-test: $(VENV)/.installed assets chromium
+test: check assets chromium
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
+
+# Python: ruff (lint, format) and mypy --strict (pyproject.toml); JavaScript: Biome (biome.json).
+check: $(VENV)/.installed node_modules/.installed
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+	$(BIN)/mypy
+	node_modules/.bin/biome ci
+
+fix: $(VENV)/.installed node_modules/.installed
+	$(BIN)/ruff check --fix .
+	$(BIN)/ruff format .
+	node_modules/.bin/biome check --write
 
 bench: $(VENV)/.installed assets chromium
 	$(BIN)/python bench/run.py
@@ -29,6 +42,15 @@ $(VENV)/.installed: pyproject.toml
 # Pyodide, its wheels and the WebMCP polyfill, pinned and sha256-checked (static/assets.lock.json).
 assets:
 	$(PYTHON) static/fetch.py
+
+# The JavaScript checker, pinned and integrity-checked by package-lock.json. Not `npm ci`: the registry
+# here serves Biome's Linux binaries only, so the lock cannot list the other platforms' and ci refuses it.
+node_modules/.installed: package-lock.json | node
+	npm install --no-audit --no-fund --loglevel=error
+	touch $@
+
+node:
+	@command -v npm >/dev/null || { $(SUDO) apt-get update -qq && $(SUDO) apt-get install -y -qq nodejs npm; }
 
 chromium:
 	@command -v chromium >/dev/null || { $(SUDO) apt-get update -qq && $(SUDO) apt-get install -y -qq chromium; }

@@ -20,10 +20,10 @@ import subprocess
 import sys
 import tempfile
 import time
-from contextlib import asynccontextmanager, contextmanager
+from collections.abc import Iterable, Sequence
+from contextlib import asynccontextmanager, contextmanager, suppress
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Iterable, Sequence
 
 ROOT = Path(__file__).resolve().parent.parent
 BENCH = ROOT / "bench"
@@ -35,13 +35,19 @@ if str(ROOT / "py") not in sys.path:
 
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = [
-    "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
-    "--disable-component-update", "--disable-sync",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
     "--enable-features=WebMCP",  # native document.modelContext: what the product targets
 ]
 
 
 # --- statistics --------------------------------------------------------------------------------
+
 
 def percentile(values: Sequence[float], q: float) -> float:
     """Linear interpolation between closest ranks (numpy's default); q in [0, 100]."""
@@ -67,11 +73,18 @@ class Stats:
         values = list(values)
         if not values:
             return cls(0, math.nan, math.nan, math.nan, math.nan, math.nan)
-        return cls(len(values), statistics.median(values), percentile(values, 95), percentile(values, 99),
-                   min(values), max(values))
+        return cls(
+            len(values),
+            statistics.median(values),
+            percentile(values, 95),
+            percentile(values, 99),
+            min(values),
+            max(values),
+        )
 
 
 # --- result rows ---------------------------------------------------------------------------------
+
 
 @dataclass
 class Row:
@@ -125,20 +138,40 @@ def fmt(value: float | None, unit: str = "") -> str:
     if value is None or (isinstance(value, float) and math.isnan(value)):
         return "-"
     magnitude = abs(value)
-    text = f"{value:,.0f}" if magnitude >= 100 else f"{value:.1f}" if magnitude >= 10 else f"{value:.2f}"
-    return text
+    return f"{value:,.0f}" if magnitude >= 100 else f"{value:.1f}" if magnitude >= 10 else f"{value:.2f}"
 
 
-HEADER = ["benchmark", "metric", "unit", "n", "median", "p95", "baseline", "base median", "base p95",
-          "ratio", "target", "met"]
+HEADER = [
+    "benchmark",
+    "metric",
+    "unit",
+    "n",
+    "median",
+    "p95",
+    "baseline",
+    "base median",
+    "base p95",
+    "ratio",
+    "target",
+    "met",
+]
 
 
 def table_cells(row: Row) -> list[str]:
     met = {True: "yes", False: "NO", None: ""}[row.met]
     return [
-        row.bench, row.metric, row.unit, str(row.ours.n), fmt(row.ours.median), fmt(row.ours.p95),
-        row.baseline, fmt(row.base.median) if row.base else "", fmt(row.base.p95) if row.base else "",
-        f"{row.ratio:.2f}x" if row.ratio is not None else "", row.target_text(), met,
+        row.bench,
+        row.metric,
+        row.unit,
+        str(row.ours.n),
+        fmt(row.ours.median),
+        fmt(row.ours.p95),
+        row.baseline,
+        fmt(row.base.median) if row.base else "",
+        fmt(row.base.p95) if row.base else "",
+        f"{row.ratio:.2f}x" if row.ratio is not None else "",
+        row.target_text(),
+        met,
     ]
 
 
@@ -147,8 +180,12 @@ def text_table(rows: Sequence[Row]) -> str:
     widths = [max(len(line[i]) for line in lines) for i in range(len(HEADER))]
     out = []
     for index, line in enumerate(lines):
-        out.append("  ".join(cell.ljust(width) if i < 3 or i in (6, 10) else cell.rjust(width)
-                             for i, (cell, width) in enumerate(zip(line, widths))))
+        out.append(
+            "  ".join(
+                cell.ljust(width) if i < 3 or i in (6, 10) else cell.rjust(width)
+                for i, (cell, width) in enumerate(zip(line, widths, strict=False))
+            )
+        )
         if index == 0:
             out.append("  ".join("-" * width for width in widths))
     return "\n".join(out)
@@ -170,34 +207,51 @@ def machine() -> dict:
     except OSError:
         pass
     mem_kb = 0
-    try:
+    with suppress(OSError, IndexError, ValueError):
         mem_kb = int(Path("/proc/meminfo").read_text().split("MemTotal:")[1].split()[0])
-    except (OSError, IndexError, ValueError):
-        pass
     return {
-        "cores": os.cpu_count(), "cpu": model, "memory_gb": round(mem_kb / 1024 / 1024, 1),
-        "kernel": platform.release(), "python": platform.python_version(),
+        "cores": os.cpu_count(),
+        "cpu": model,
+        "memory_gb": round(mem_kb / 1024 / 1024, 1),
+        "kernel": platform.release(),
+        "python": platform.python_version(),
         "loadavg_at_start": os.getloadavg(),
     }
 
 
-def write_results(rows: Sequence[Row], name: str, *, quick: bool, wall_seconds: float, notes: Sequence[str] = (),
-                  info: dict | None = None) -> tuple[Path, Path]:
+def write_results(
+    rows: Sequence[Row],
+    name: str,
+    *,
+    quick: bool,
+    wall_seconds: float,
+    notes: Sequence[str] = (),
+    info: dict | None = None,
+) -> tuple[Path, Path]:
     """Write ``bench/results/NAME.json`` and ``NAME.md``; returns their paths."""
     RESULTS.mkdir(exist_ok=True)
     now = _dt.datetime.now().astimezone().isoformat(timespec="seconds")
-    info = {"date": now, "mode": "quick" if quick else "full", "wall_seconds": round(wall_seconds, 1),
-            "machine": machine(), **(info or {})}
+    info = {
+        "date": now,
+        "mode": "quick" if quick else "full",
+        "wall_seconds": round(wall_seconds, 1),
+        "machine": machine(),
+        **(info or {}),
+    }
     json_path, md_path = RESULTS / f"{name}.json", RESULTS / f"{name}.md"
-    json_path.write_text(json.dumps({**info, "rows": [row.to_json() for row in rows], "notes": list(notes)},
-                                    indent=2, default=str) + "\n")
+    json_path.write_text(
+        json.dumps({**info, "rows": [row.to_json() for row in rows], "notes": list(notes)}, indent=2, default=str)
+        + "\n"
+    )
     m = info["machine"]
-    md = [f"# webmcp-a2a benchmarks ({info['mode']} mode)", "",
-          f"- date: {now}; wall time: {wall_seconds:.0f} s",
-          f"- machine: {m['cores']} cores, {m['cpu']}, {m['memory_gb']} GB, Linux {m['kernel']}, "
-          f"Python {m['python']}, load average at start {', '.join(f'{x:.2f}' for x in m['loadavg_at_start'])}"]
-    md += [f"- {key}: {value}" for key, value in info.items()
-           if key not in ("date", "mode", "wall_seconds", "machine")]
+    md = [
+        f"# webmcp-a2a benchmarks ({info['mode']} mode)",
+        "",
+        f"- date: {now}; wall time: {wall_seconds:.0f} s",
+        f"- machine: {m['cores']} cores, {m['cpu']}, {m['memory_gb']} GB, Linux {m['kernel']}, "
+        f"Python {m['python']}, load average at start {', '.join(f'{x:.2f}' for x in m['loadavg_at_start'])}",
+    ]
+    md += [f"- {key}: {value}" for key, value in info.items() if key not in ("date", "mode", "wall_seconds", "machine")]
     md += ["", "Ratio = our median / baseline median, both measured in this run.", "", markdown_table(rows)]
     if notes:
         md += ["", "## Notes", ""] + [f"- {note}" for note in notes]
@@ -206,6 +260,7 @@ def write_results(rows: Sequence[Row], name: str, *, quick: bool, wall_seconds: 
 
 
 # --- processes ---------------------------------------------------------------------------------
+
 
 def free_port() -> int:
     with socket.socket() as probe:
@@ -253,10 +308,11 @@ class Server:
         # A scratch working directory: whatever the server writes relative to it (serve.py's
         # default SQLite store, a2a-store.sqlite3) is fresh for every start and never lands in the repo.
         self.workdir = tempfile.TemporaryDirectory(prefix=f"bench-{name}-")
-        self.log = open(Path(self.workdir.name) / "server.log", "w+b")
+        self.log = open(Path(self.workdir.name) / "server.log", "w+b")  # noqa: SIM115 (closed in stop())
 
     @property
     def pid(self) -> int:
+        assert self.process is not None, f"{self.name} is not started"
         return self.process.pid
 
     @property
@@ -324,8 +380,9 @@ def relay_server() -> Server:
 def servers(*made: Server):
     started = []
     try:
+        # One at a time, so a failed start still stops the earlier ones.
         for server in made:
-            started.append(server.start())
+            started.append(server.start())  # noqa: PERF401
         yield made
     finally:
         for server in reversed(started):
@@ -333,6 +390,7 @@ def servers(*made: Server):
 
 
 # --- browser -------------------------------------------------------------------------------------
+
 
 @asynccontextmanager
 async def playwright():
@@ -344,7 +402,7 @@ async def playwright():
 
 async def launch_browser(pw, *, user_data_dir: str | None = None):
     """Chromium from Debian, quiet on a closed network, native WebMCP on. Persistent when given a profile."""
-    options = dict(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
+    options = {"executable_path": CHROMIUM, "args": CHROMIUM_ARGS, "headless": True}
     if user_data_dir is not None:
         return await pw.chromium.launch_persistent_context(user_data_dir, **options)
     return await pw.chromium.launch(**options)
@@ -355,6 +413,7 @@ async def wait_for(page, expression: str, timeout: float = 90_000) -> None:
 
 
 # --- command line --------------------------------------------------------------------------------
+
 
 def standalone(name: str, run) -> None:
     """``python bench/NAME.py [--quick]``: run one benchmark, print its table, write results/NAME.*."""

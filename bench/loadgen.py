@@ -23,13 +23,13 @@ import asyncio
 import json
 import random
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable
 from urllib.parse import urlsplit
 
 from websockets.client import ClientProtocol
 from websockets.extensions.permessage_deflate import enable_client_permessage_deflate
-from websockets.frames import Opcode
+from websockets.frames import Frame, Opcode
 from websockets.http11 import Response
 from websockets.protocol import State
 from websockets.uri import parse_uri
@@ -63,7 +63,7 @@ class Connection(asyncio.Protocol):
                     self.opened.set_result(None)
                 elif not self.opened.done():
                     self.opened.set_exception(ConnectionError(f"handshake failed: HTTP {event.status_code}"))
-            elif event.opcode is Opcode.TEXT:
+            elif isinstance(event, Frame) and event.opcode is Opcode.TEXT:
                 self.on_text(bytes(event.data).decode())
         self._flush()
 
@@ -93,10 +93,10 @@ class Connection(asyncio.Protocol):
 @dataclass
 class SimAgent:
     name: str
-    conn: Connection | None = None
+    conn: Connection = field(init=False)  # set before the agent is used
     seq: int = 0
     pending: dict = field(default_factory=dict)  # seq -> [future, acks still expected]
-    welcomed: asyncio.Future | None = None
+    welcomed: asyncio.Future = field(init=False)
 
     def complete(self, seq: int) -> None:
         entry = self.pending.get(seq)
@@ -139,18 +139,22 @@ class RouterDialect:
         await agent.welcomed
 
     def direct(self, agent: SimAgent, to: str, seq: int) -> str:
-        return ('{"type":"send","id":%d,"envelope":{"message_id":"%s-%d","to_agent":"%s",'
-                '"message_type":"notification","payload":%s}}' % (seq, agent.name, seq, to, PAYLOAD))
+        return (
+            '{"type":"send","id":%d,"envelope":{"message_id":"%s-%d","to_agent":"%s",'
+            '"message_type":"notification","payload":%s}}' % (seq, agent.name, seq, to, PAYLOAD)
+        )
 
     def broadcast(self, agent: SimAgent, seq: int, acker: str | None = None) -> str:
-        return ('{"type":"broadcast","id":%d,"envelope":{"message_id":"%s-%d","to_agent":"broadcast",'
-                '"message_type":"notification","payload":%s},"agent_type":"all"}' % (seq, agent.name, seq, PAYLOAD))
+        return (
+            '{"type":"broadcast","id":%d,"envelope":{"message_id":"%s-%d","to_agent":"broadcast",'
+            '"message_type":"notification","payload":%s},"agent_type":"all"}' % (seq, agent.name, seq, PAYLOAD)
+        )
 
     def on_text(self, agent: SimAgent, counters: Counters, text: str) -> None:
         frame = json.loads(text)
         kind = frame["type"]
         if kind == "deliver":
-            agent.conn.send('{"type":"ack","message_id":"%s"}' % frame["envelope"]["message_id"])
+            agent.conn.send('{{"type":"ack","message_id":"{}"}}'.format(frame["envelope"]["message_id"]))
             counters.delivered()
         elif kind == "result":
             agent.complete(frame["ref"])
@@ -176,14 +180,27 @@ class RelayDialect:
         return None
 
     def direct(self, agent: SimAgent, to: str, seq: int) -> str:
-        return ('%s %s m %d {"message_id":"%s-%d","to_agent":"%s","message_type":"notification","payload":%s}'
-                % (to, agent.name, seq, agent.name, seq, to, PAYLOAD))
+        return '%s %s m %d {"message_id":"%s-%d","to_agent":"%s","message_type":"notification","payload":%s}' % (
+            to,
+            agent.name,
+            seq,
+            agent.name,
+            seq,
+            to,
+            PAYLOAD,
+        )
 
     def broadcast(self, agent: SimAgent, seq: int, acker: str | None = None) -> str:
         """Every recipient acks, or (``acker``) only that one."""
         kind = f"o:{acker}" if acker else "m"
-        return ('* %s %s %d {"message_id":"%s-%d","to_agent":"broadcast","message_type":"notification","payload":%s}'
-                % (agent.name, kind, seq, agent.name, seq, PAYLOAD))
+        return '* %s %s %d {"message_id":"%s-%d","to_agent":"broadcast","message_type":"notification","payload":%s}' % (
+            agent.name,
+            kind,
+            seq,
+            agent.name,
+            seq,
+            PAYLOAD,
+        )
 
     def on_text(self, agent: SimAgent, counters: Counters, text: str) -> None:
         _, sender, kind, seq = text.split(" ", 4)[:4]
@@ -234,10 +251,15 @@ class Phase:
 
     @classmethod
     def merge(cls, phases: list[Phase]) -> Phase:
-        return cls([x for p in phases for x in p.rates], [x for p in phases for x in p.latencies_ms],
-                   [x for p in phases for x in p.costs_us], sum(p.server_cpu_s for p in phases),
-                   sum(p.client_cpu_s for p in phases), sum(p.deliveries for p in phases),
-                   sum(p.window_s for p in phases))
+        return cls(
+            [x for p in phases for x in p.rates],
+            [x for p in phases for x in p.latencies_ms],
+            [x for p in phases for x in p.costs_us],
+            sum(p.server_cpu_s for p in phases),
+            sum(p.client_cpu_s for p in phases),
+            sum(p.deliveries for p in phases),
+            sum(p.window_s for p in phases),
+        )
 
 
 class Load:
@@ -262,15 +284,16 @@ class Load:
             await asyncio.wait_for(self.dialect.join(agent), 30)
 
         for first in range(0, self.n, batch):
-            await asyncio.gather(*(one(agent) for agent in self.agents[first:first + batch]))
+            await asyncio.gather(*(one(agent) for agent in self.agents[first : first + batch]))
         return time.perf_counter() - started
 
     async def close(self) -> None:
         for agent in self.agents:
             if agent.conn is not None:
                 agent.conn.close()
-        await asyncio.gather(*(asyncio.wait_for(agent.conn.closed, 5) for agent in self.agents if agent.conn),
-                             return_exceptions=True)
+        await asyncio.gather(
+            *(asyncio.wait_for(agent.conn.closed, 5) for agent in self.agents if agent.conn), return_exceptions=True
+        )
 
     def _send(self, agent: SimAgent, broadcast: bool, target: str | None, every_ack: bool = False) -> asyncio.Future:
         agent.seq += 1
@@ -280,8 +303,11 @@ class Load:
             acker = self.agents[-1].name if self.agents[-1] is not agent else self.agents[-2].name
         acks = self.n - 1 if broadcast and acker is None and not self.dialect.aggregates_acks else 1
         agent.pending[agent.seq] = [future, acks]
-        text = (self.dialect.broadcast(agent, agent.seq, acker) if broadcast
-                else self.dialect.direct(agent, target, agent.seq))
+        text = (
+            self.dialect.broadcast(agent, agent.seq, acker)
+            if broadcast
+            else self.dialect.direct(agent, target, agent.seq)
+        )
         agent.conn.send(text)
         return future
 
@@ -306,27 +332,45 @@ class Load:
         tasks = [asyncio.create_task(sender(i)) for i in range(senders)]
         try:
             await asyncio.sleep(warmup)
-            t0, d0, c0, m0 = (time.perf_counter(), self.counters.deliveries, cpu_seconds(self.server_pid),
-                              self_cpu_seconds())
+            t0, d0, c0, m0 = (
+                time.perf_counter(),
+                self.counters.deliveries,
+                cpu_seconds(self.server_pid),
+                self_cpu_seconds(),
+            )
             await asyncio.sleep(window)
-            t1, d1, c1, m1 = (time.perf_counter(), self.counters.deliveries, cpu_seconds(self.server_pid),
-                              self_cpu_seconds())
+            t1, d1, c1, m1 = (
+                time.perf_counter(),
+                self.counters.deliveries,
+                cpu_seconds(self.server_pid),
+                self_cpu_seconds(),
+            )
         finally:
             stop = True
             results = await asyncio.gather(*tasks, return_exceptions=True)
         failures = [result for result in results if isinstance(result, BaseException)]
         if failures:
-            raise RuntimeError(f"{len(failures)} senders failed, first: {failures[0]!r}; "
-                               f"last error frame: {self.counters.last_error}")
+            raise RuntimeError(
+                f"{len(failures)} senders failed, first: {failures[0]!r}; last error frame: {self.counters.last_error}"
+            )
         if self.counters.errors:
             raise RuntimeError(f"{self.counters.errors} error frames, last: {self.counters.last_error}")
         latencies = [latency * 1000 for done, latency in completions if t0 <= done <= t1]
         delivered = d1 - d0
-        return Phase([delivered / (t1 - t0)], latencies, [(c1 - c0) / delivered * 1e6] if delivered else [],
-                     c1 - c0, m1 - m0, delivered, t1 - t0)
+        return Phase(
+            [delivered / (t1 - t0)],
+            latencies,
+            [(c1 - c0) / delivered * 1e6] if delivered else [],
+            c1 - c0,
+            m1 - m0,
+            delivered,
+            t1 - t0,
+        )
 
     async def fanout(self, reps: int, pause: float = 0.05) -> tuple[list[float], list[float]]:
-        """One broadcast at a time from agent 0 to all others: ms to the last recipient, ms to the sender's completion."""
+        """One broadcast at a time from agent 0 to all others.
+
+        Returns ms to the last recipient and ms to the sender's completion."""
         last, complete = [], []
         for _ in range(reps):
             await asyncio.sleep(pause)

@@ -32,8 +32,15 @@ from playwright.sync_api import sync_playwright
 
 ROOT = Path(__file__).resolve().parent.parent
 CHROMIUM = "/usr/bin/chromium"
-ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
-        "--disable-component-update", "--disable-sync"]
+ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
 MODES = ("main", "worker")
 
 # Installed before any page script: records long tasks and the longest timer gap.
@@ -63,8 +70,11 @@ def free_port() -> int:
 
 def serve() -> tuple[subprocess.Popen, str]:
     port = free_port()
-    process = subprocess.Popen([sys.executable, str(ROOT / "serve.py"), "--port", str(port), "--log-level", "warning",
-                                "--store", ":memory:"], cwd=ROOT, stdout=subprocess.DEVNULL)
+    process = subprocess.Popen(
+        [sys.executable, str(ROOT / "serve.py"), "--port", str(port), "--log-level", "warning", "--store", ":memory:"],
+        cwd=ROOT,
+        stdout=subprocess.DEVNULL,
+    )
     url = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + 20
     while True:
@@ -74,14 +84,13 @@ def serve() -> tuple[subprocess.Popen, str]:
         except OSError:
             if time.monotonic() > deadline or process.poll() is not None:
                 process.kill()
-                raise SystemExit("serve.py did not come up")
+                raise SystemExit("serve.py did not come up") from None
             time.sleep(0.1)
 
 
 def measure(browser, base_url: str, mode: str, run: int) -> dict:
     context = browser.new_context()
-    context.route("**/*", lambda route: route.continue_() if route.request.url.startswith(base_url)
-                  else route.abort())
+    context.route("**/*", lambda route: route.continue_() if route.request.url.startswith(base_url) else route.abort())
     try:
         page = context.new_page()
         page.add_init_script(PROBE)
@@ -89,8 +98,9 @@ def measure(browser, base_url: str, mode: str, run: int) -> dict:
         page.wait_for_function("document.documentElement.dataset.a2a === 'ready'", timeout=120_000)
         ready = page.evaluate("performance.getEntriesByName('a2a:ready')[0]?.startTime ?? performance.now()")
         page.wait_for_timeout(100)  # let the observer deliver the last entries
-        longtasks = [(start, duration) for start, duration in page.evaluate("window.__bench.longtasks")
-                     if start <= ready]
+        longtasks = [
+            (start, duration) for start, duration in page.evaluate("window.__bench.longtasks") if start <= ready
+        ]
         return {
             "longest": max((duration for _, duration in longtasks), default=0.0),
             "blocking": sum(max(0.0, duration - 50) for _, duration in longtasks),
@@ -114,7 +124,7 @@ def main(argv: list[str] | None = None) -> None:
             browser = playwright.chromium.launch(executable_path=CHROMIUM, args=args)
             measure(browser, base_url, "main", -1)  # warm-up: the server's first zip, the OS file cache
             for run in range(options.runs):
-                for mode in (MODES if run % 2 == 0 else MODES[::-1]):
+                for mode in MODES if run % 2 == 0 else MODES[::-1]:
                     samples[mode].append(measure(browser, base_url, mode, run))
             browser.close()
     finally:
@@ -124,12 +134,16 @@ def main(argv: list[str] | None = None) -> None:
     def median(mode: str, key: str) -> float:
         return statistics.median(sample[key] for sample in samples[mode])
 
-    print(f"Page start-up, main thread of the page ({options.runs} cold starts per mode, medians; "
-          f"WebMCP {options.webmcp}; {base_url})")
+    print(
+        f"Page start-up, main thread of the page ({options.runs} cold starts per mode, medians; "
+        f"WebMCP {options.webmcp}; {base_url})"
+    )
     print(f"{'mode':<8}{'longest task ms':>17}{'blocking ms':>13}{'longest timer gap ms':>22}{'ready ms':>10}")
     for mode in MODES:
-        print(f"{mode:<8}{median(mode, 'longest'):>17.0f}{median(mode, 'blocking'):>13.0f}"
-              f"{median(mode, 'gap'):>22.0f}{median(mode, 'ready'):>10.0f}")
+        print(
+            f"{mode:<8}{median(mode, 'longest'):>17.0f}{median(mode, 'blocking'):>13.0f}"
+            f"{median(mode, 'gap'):>22.0f}{median(mode, 'ready'):>10.0f}"
+        )
         runs = ", ".join(f"{sample['longest']:.0f}" for sample in samples[mode])
         print(f"{'':<8}  longest task in each run: {runs}")
     worker_longest = median("worker", "longest")
@@ -138,8 +152,10 @@ def main(argv: list[str] | None = None) -> None:
         print(f"ratio main / worker, longest task: {main_longest / worker_longest:.1f}x")
     else:
         # No task of 50 ms or more at all in worker mode: bound the ratio with the 50 ms threshold.
-        print(f"ratio main / worker, longest task: >= {main_longest / 50:.1f}x "
-              f"(worker mode had no long task; 50 ms used as its upper bound)")
+        print(
+            f"ratio main / worker, longest task: >= {main_longest / 50:.1f}x "
+            f"(worker mode had no long task; 50 ms used as its upper bound)"
+        )
     print(f"ratio main / worker, longest timer gap: {median('main', 'gap') / max(median('worker', 'gap'), 1):.1f}x")
     print(f"ratio main / worker, time to ready: {median('main', 'ready') / median('worker', 'ready'):.2f}x")
 

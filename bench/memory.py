@@ -25,7 +25,7 @@ from pathlib import Path
 if __name__ == "__main__" and __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench.common import (  # noqa: E402
+from bench.common import (
     Row,
     Stats,
     baseline_server,
@@ -39,7 +39,7 @@ from bench.common import (  # noqa: E402
     standalone,
     wait_for,
 )
-from bench.loadgen import Load, RelayDialect, RouterDialect  # noqa: E402
+from bench.loadgen import Load, RelayDialect, RouterDialect
 
 AGENTS = 1000
 
@@ -68,8 +68,9 @@ class Inspector:
         cdp.on("Target.receivedMessageFromTarget", self._received)
 
     async def start(self) -> None:
-        await self.cdp.send("Target.setAutoAttach", {"autoAttach": True, "waitForDebuggerOnStart": False,
-                                                     "flatten": False})
+        await self.cdp.send(
+            "Target.setAutoAttach", {"autoAttach": True, "waitForDebuggerOnStart": False, "flatten": False}
+        )
         await asyncio.sleep(0.3)  # existing workers attach right away
 
     def _attached(self, event: dict) -> None:
@@ -88,8 +89,10 @@ class Inspector:
         self._next += 1
         future = asyncio.get_running_loop().create_future()
         self._waiting[session, self._next] = future
-        await self.cdp.send("Target.sendMessageToTarget", {
-            "sessionId": session, "message": json.dumps({"id": self._next, "method": method, "params": params or {}})})
+        await self.cdp.send(
+            "Target.sendMessageToTarget",
+            {"sessionId": session, "message": json.dumps({"id": self._next, "method": method, "params": params or {}})},
+        )
         message = await asyncio.wait_for(future, 30)
         if "error" in message:
             raise RuntimeError(f"{method}: {message['error']}")
@@ -143,23 +146,45 @@ async def run(quick: bool = False, notes: list | None = None) -> list[Row]:
         base = await per_agent_kb(relay_server(), relay, deflate)
         # Servers decide: the router and both baselines decline compression (the router's default).
         label = "clients offering permessage-deflate" if deflate else "clients without permessage-deflate"
-        rows.append(Row("4 memory", f"router RSS per connected agent, {AGENTS} agents, {label}", "KB",
-                        Stats.of([ours]), Stats.of([base]), "ws relay",
-                        target=("<=", 50) if deflate else None, target_on="value"))
+        rows.append(
+            Row(
+                "4 memory",
+                f"router RSS per connected agent, {AGENTS} agents, {label}",
+                "KB",
+                Stats.of([ours]),
+                Stats.of([base]),
+                "ws relay",
+                target=("<=", 50) if deflate else None,
+                target_on="value",
+            )
+        )
         if deflate:  # attribution: the same relay on the router's stack (uvicorn + Starlette)
             asgi = await per_agent_kb(baseline_server(), lambda ws: RelayDialect(ws, "/relay/"), deflate)
-            rows.append(Row("4 memory", f"router RSS per connected agent, {AGENTS} agents, {label}", "KB",
-                            Stats.of([ours]), Stats.of([asgi]), "relay on uvicorn+Starlette"))
+            rows.append(
+                Row(
+                    "4 memory",
+                    f"router RSS per connected agent, {AGENTS} agents, {label}",
+                    "KB",
+                    Stats.of([ours]),
+                    Stats.of([asgi]),
+                    "relay on uvicorn+Starlette",
+                )
+            )
 
     reps = 1 if quick else 2
-    samples = {"ours": [], "bare": []}
+    samples: dict[str, list] = {"ours": [], "bare": []}
     with servers(project_server(), baseline_server()) as (ours_server, base_server):
         pages = {
-            "ours": (lambda rep: f"{ours_server.http}/?agent_id=mem-{rep}&agent_type=executor",
-                     "document.documentElement?.dataset.a2a === 'ready'"),
-            "bare": (lambda rep: f"{base_server.http}/bench/bare_page.html",
-                     "document.documentElement?.dataset.bare === 'ready'"),
+            "ours": (
+                lambda rep: f"{ours_server.http}/?agent_id=mem-{rep}&agent_type=executor",
+                "document.documentElement?.dataset.a2a === 'ready'",
+            ),
+            "bare": (
+                lambda rep: f"{base_server.http}/bench/bare_page.html",
+                "document.documentElement?.dataset.bare === 'ready'",
+            ),
         }
+
         async def measure(pw, kind: str, rep: int) -> None:
             url, ready = pages[kind]
             browser = await launch_browser(pw)
@@ -171,10 +196,20 @@ async def run(quick: bool = False, notes: list | None = None) -> list[Row]:
         async with playwright() as pw:
             for rep in range(reps):  # the two pages side by side: memory, not time, is measured
                 await asyncio.gather(*(measure(pw, kind, rep) for kind in pages))
-    for index, what in ((0, "JS heap used after start-up, page + agent worker, after GC"),
-                        (1, "renderer process PSS after start-up (JS heaps + Pyodide wasm memory + Blink)")):
-        rows.append(Row("4 memory", f"page {what}", "MB", Stats.of(s[index] for s in samples["ours"]),
-                        Stats.of(s[index] for s in samples["bare"]), "bare Pyodide+pydantic page"))
+    for index, what in (
+        (0, "JS heap used after start-up, page + agent worker, after GC"),
+        (1, "renderer process PSS after start-up (JS heaps + Pyodide wasm memory + Blink)"),
+    ):
+        rows.append(
+            Row(
+                "4 memory",
+                f"page {what}",
+                "MB",
+                Stats.of(s[index] for s in samples["ours"]),
+                Stats.of(s[index] for s in samples["bare"]),
+                "bare Pyodide+pydantic page",
+            )
+        )
     return rows
 
 

@@ -25,7 +25,7 @@ from pathlib import Path
 if __name__ == "__main__" and __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench.common import (  # noqa: E402
+from bench.common import (
     Row,
     Stats,
     baseline_server,
@@ -72,22 +72,36 @@ async def run(quick: bool = False, notes: list | None = None) -> list[Row]:
     notes = notes if notes is not None else []
     with servers(project_server(), baseline_server()) as (ours_server, base_server):
         ready = "document.documentElement?.dataset.a2a === 'ready'"
-        kinds = [Kind("ours", lambda i: f"{ours_server.http}/?agent_id=ready-{i}&agent_type=executor", ready,
-                      OURS_MARKS),
-                 Kind("bare", lambda i: f"{base_server.http}/bench/bare_page.html",
-                      "document.documentElement?.dataset.bare === 'ready'", BARE_MARKS)]
+        kinds = [
+            Kind("ours", lambda i: f"{ours_server.http}/?agent_id=ready-{i}&agent_type=executor", ready, OURS_MARKS),
+            Kind(
+                "bare",
+                lambda i: f"{base_server.http}/bench/bare_page.html",
+                "document.documentElement?.dataset.bare === 'ready'",
+                BARE_MARKS,
+            ),
+        ]
         if not quick:  # the agent on the page's main thread instead of the default Web Worker
-            kinds.append(Kind("ours-main", lambda i: f"{ours_server.http}/?agent_id=ready-{i}&agent_type=executor"
-                                                     "&mode=main", ready, OURS_MARKS))
-        samples = {(mode, kind.name): [] for mode in ("cold", "warm") for kind in kinds}
+            kinds.append(
+                Kind(
+                    "ours-main",
+                    lambda i: f"{ours_server.http}/?agent_id=ready-{i}&agent_type=executor&mode=main",
+                    ready,
+                    OURS_MARKS,
+                )
+            )
+        samples: dict[tuple[str, str], list[dict[str, float]]] = {
+            (mode, kind.name): [] for mode in ("cold", "warm") for kind in kinds
+        }
         counter = iter(range(10_000))
 
         async with playwright() as pw:
             with tempfile.TemporaryDirectory(prefix="bench-profile-") as profiles:
                 # One persistent profile per kind. Its first load is a cold sample (empty cache) and
                 # fills the cache for the warm samples; the other cold samples use fresh contexts.
-                contexts = {kind.name: await launch_browser(pw, user_data_dir=f"{profiles}/{kind.name}")
-                            for kind in kinds}
+                contexts = {
+                    kind.name: await launch_browser(pw, user_data_dir=f"{profiles}/{kind.name}") for kind in kinds
+                }
                 try:
                     for kind in kinds:
                         samples["cold", kind.name].append(await load(contexts[kind.name], kind, next(counter)))
@@ -115,32 +129,56 @@ async def run(quick: bool = False, notes: list | None = None) -> list[Row]:
         for kind in kinds:
             if kind.name == "bare":
                 continue
-            marks = {name: Stats.of(m[name] for m in samples[mode, kind.name] if m.get(name) is not None).median
-                     for name in OURS_MARKS}
+            marks = {
+                name: Stats.of(m[name] for m in samples[mode, kind.name] if m.get(name) is not None).median
+                for name in OURS_MARKS
+            }
             where = "agent in a Web Worker (default)" if kind.name == "ours" else "agent on the main thread (mode=main)"
-            rows.append(Row(
-                "1 page ready", f"{mode} cache: navigation -> ready, {where}", "ms",
-                Stats.of(m["a2a:ready"] for m in samples[mode, kind.name]), bare_ready, "bare Pyodide+pydantic page",
-                target=("<=", 1.10) if kind.name == "ours" else None, extra={"median_marks_ms": marks},
-            ))
+            rows.append(
+                Row(
+                    "1 page ready",
+                    f"{mode} cache: navigation -> ready, {where}",
+                    "ms",
+                    Stats.of(m["a2a:ready"] for m in samples[mode, kind.name]),
+                    bare_ready,
+                    "bare Pyodide+pydantic page",
+                    target=("<=", 1.10) if kind.name == "ours" else None,
+                    extra={"median_marks_ms": marks},
+                )
+            )
         bare = {name: Stats.of(m[name] for m in samples[mode, "bare"]).median for name in BARE_MARKS}
         # Context, no target: the bare page plus pydantic's deferred first-use import, which every
         # pydantic program pays and `import pydantic` alone does not.
-        rows.append(Row(
-            "1 page ready", f"{mode} cache: ready, agent in a Web Worker, vs bare page + first use of pydantic", "ms",
-            Stats.of(m["a2a:ready"] for m in samples[mode, "ours"]),
-            Stats.of(m["bare:pydantic-used"] for m in samples[mode, "bare"]), "bare page + pydantic.BaseModel",
-        ))
-        main = {name: Stats.of(m[name] for m in samples[mode, "ours-main"] if m.get(name) is not None).median
-                for name in OURS_MARKS} if (mode, "ours-main") in samples else None
-        text = (f"page ready, {mode}: bare page python-ready {bare['bare:python-ready']:.0f} ms, ready "
-                f"{bare['bare:ready']:.0f} ms (import pydantic +{bare['bare:ready'] - bare['bare:python-ready']:.0f}; "
-                f"first use of pydantic.BaseModel +{bare['bare:pydantic-used'] - bare['bare:ready']:.0f} more)")
+        rows.append(
+            Row(
+                "1 page ready",
+                f"{mode} cache: ready, agent in a Web Worker, vs bare page + first use of pydantic",
+                "ms",
+                Stats.of(m["a2a:ready"] for m in samples[mode, "ours"]),
+                Stats.of(m["bare:pydantic-used"] for m in samples[mode, "bare"]),
+                "bare page + pydantic.BaseModel",
+            )
+        )
+        main = (
+            {
+                name: Stats.of(m[name] for m in samples[mode, "ours-main"] if m.get(name) is not None).median
+                for name in OURS_MARKS
+            }
+            if (mode, "ours-main") in samples
+            else None
+        )
+        text = (
+            f"page ready, {mode}: bare page python-ready {bare['bare:python-ready']:.0f} ms, ready "
+            f"{bare['bare:ready']:.0f} ms (import pydantic +{bare['bare:ready'] - bare['bare:python-ready']:.0f}; "
+            f"first use of pydantic.BaseModel +{bare['bare:pydantic-used'] - bare['bare:ready']:.0f} more)"
+        )
         if main:
-            text += (f"; mode=main python-ready {main['a2a:python-ready']:.0f} ms (runtime + pydantic + package), "
-                     f"tools-registered {main['a2a:tools-registered']:.0f} "
-                     f"(+{main['a2a:tools-registered'] - main['a2a:python-ready']:.0f}: import webmcp_a2a, build "
-                     f"and register the tools), ready {main['a2a:ready']:.0f}")
+            text += (
+                f"; mode=main python-ready {main['a2a:python-ready']:.0f} ms (runtime + pydantic + package), "
+                f"tools-registered {main['a2a:tools-registered']:.0f} "
+                f"(+{main['a2a:tools-registered'] - main['a2a:python-ready']:.0f}: import webmcp_a2a, build "
+                f"and register the tools), ready {main['a2a:ready']:.0f}"
+            )
         notes.append(text)
     return rows
 

@@ -23,7 +23,7 @@ from pathlib import Path
 if __name__ == "__main__" and __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench.common import launch_browser, playwright, project_server, servers, wait_for  # noqa: E402
+from bench.common import launch_browser, playwright, project_server, servers, wait_for
 
 PAGE = "/__bench_profile__.html"
 
@@ -71,7 +71,8 @@ const out = JSON.parse(await pyodide.runPythonAsync(window.__PY));
 out.steps.unshift(["startPython(): Pyodide + pydantic + package zip", ready - t0]);
 let t = performance.now();
 for (const [name, description, schema] of out.schemas) {
-  await document.modelContext.registerTool({ name, description, inputSchema: JSON.parse(schema), execute: async () => ({}) });
+  const inputSchema = JSON.parse(schema);
+  await document.modelContext.registerTool({ name, description, inputSchema, execute: async () => ({}) });
 }
 out.steps.push([`document.modelContext.registerTool x${out.schemas.length}`, performance.now() - t]);
 window.__profile = out;
@@ -103,7 +104,7 @@ async def main(top: int) -> None:
             finally:
                 await browser.close()
     print("step times, ms (plain run | under cProfile):")
-    for (name, ms), (_, pms) in zip(plain["steps"], profiled["steps"]):
+    for (name, ms), (_, pms) in zip(plain["steps"], profiled["steps"], strict=False):
         print(f"  {ms:8.1f} | {pms:8.1f}  {name}")
     print(profiled["report"])
 

@@ -24,8 +24,8 @@ from pathlib import Path
 if __name__ == "__main__" and __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench.common import RESULTS, baseline_server, project_server, raise_fd_limit, relay_server, servers  # noqa: E402
-from bench.loadgen import Load, RelayDialect, RouterDialect  # noqa: E402
+from bench.common import RESULTS, baseline_server, project_server, raise_fd_limit, relay_server, servers
+from bench.loadgen import Load, RelayDialect, RouterDialect
 
 # Inclusive layers: a stack is counted once per layer whose marker appears in any of its frames.
 LAYERS = [
@@ -55,38 +55,65 @@ def summarize(raw: Path, top: int = 25) -> str:
         stacks.append((stack.split(";"), int(count)))
     total = sum(count for _, count in stacks) or 1
     # Idle samples: the loop waiting in select/epoll.
-    idle = sum(count for frames, count in stacks if "select (selectors.py" in frames[-1]
-               or "_run_once (asyncio/base_events.py" in frames[-1] and "select" in frames[-1])
+    idle = sum(
+        count
+        for frames, count in stacks
+        if "select (selectors.py" in frames[-1]
+        or ("_run_once (asyncio/base_events.py" in frames[-1] and "select" in frames[-1])
+    )
     out = [f"{total} samples ({idle / total:.0%} idle in select)", "", "inclusive share by layer:"]
     for label, marker in LAYERS:
         share = sum(count for frames, count in stacks if any(marker in frame for frame in frames))
         out.append(f"  {share / total:6.1%}  {label}")
-    leaves = collections.Counter()
-    for frames, count in stacks:
-        leaves[frames[-1]] += count
+    leaves: collections.Counter[str] = collections.Counter()
+    for leaf_frames, leaf_count in stacks:
+        leaves[leaf_frames[-1]] += leaf_count
     out += ["", f"top {top} leaf frames (self time):"]
     out += [f"  {count / total:6.1%}  {frame}" for frame, count in leaves.most_common(top)]
     return "\n".join(out)
 
 
 async def load(server, kind: str, n: int, seconds: float, broadcast: bool, raw: Path) -> str:
-    dialect = {"router": lambda: RouterDialect(server.ws), "relay": lambda: RelayDialect(server.ws),
-               "asgi-relay": lambda: RelayDialect(server.ws, "/relay/", "asgi relay")}[kind]()
+    dialect: RouterDialect | RelayDialect
+    if kind == "router":
+        dialect = RouterDialect(server.ws)
+    elif kind == "relay":
+        dialect = RelayDialect(server.ws)
+    else:
+        dialect = RelayDialect(server.ws, "/relay/", "asgi relay")
     generator = Load(dialect, n, server.pid)
     await generator.connect()
-    spy = subprocess.Popen([shutil.which("py-spy") or str(Path(sys.executable).parent / "py-spy"), "record",
-                            "--pid", str(server.pid), "--duration", str(int(seconds)), "--rate", "200",
-                            "--format", "raw", "--nonblocking", "--output", str(raw)],
-                           stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    phase = await generator.closed_loop(broadcast=broadcast, senders=min(n, 10) if broadcast else n,
-                                        warmup=0.5, window=seconds + 1)
+    spy = subprocess.Popen(
+        [
+            shutil.which("py-spy") or str(Path(sys.executable).parent / "py-spy"),
+            "record",
+            "--pid",
+            str(server.pid),
+            "--duration",
+            str(int(seconds)),
+            "--rate",
+            "200",
+            "--format",
+            "raw",
+            "--nonblocking",
+            "--output",
+            str(raw),
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
+    phase = await generator.closed_loop(
+        broadcast=broadcast, senders=min(n, 10) if broadcast else n, warmup=0.5, window=seconds + 1
+    )
     stderr = await asyncio.to_thread(spy.communicate)
     await generator.close()
     if spy.returncode != 0:
         raise RuntimeError(f"py-spy failed: {stderr[1].decode()[-500:]}")
-    return (f"{dialect.name}, N={n}, {'broadcast' if broadcast else 'direct'}: "
-            f"{phase.messages_per_s.median:,.0f} msgs/s, server CPU {phase.server_cpu_util:.0%}, "
-            f"{phase.server_us_per_message.median:.0f} us CPU per message")
+    return (
+        f"{dialect.name}, N={n}, {'broadcast' if broadcast else 'direct'}: "
+        f"{phase.messages_per_s.median:,.0f} msgs/s, server CPU {phase.server_cpu_util:.0%}, "
+        f"{phase.server_us_per_message.median:.0f} us CPU per message"
+    )
 
 
 def main() -> None:
@@ -94,8 +121,12 @@ def main() -> None:
     parser.add_argument("--n", type=int, default=100)
     parser.add_argument("--seconds", type=float, default=8)
     parser.add_argument("--broadcast", action="store_true")
-    parser.add_argument("--server", choices=["router", "relay", "asgi-relay"], default="router",
-                        help="serve.py (default), the minimal websockets relay, or the relay on uvicorn+Starlette")
+    parser.add_argument(
+        "--server",
+        choices=["router", "relay", "asgi-relay"],
+        default="router",
+        help="serve.py (default), the minimal websockets relay, or the relay on uvicorn+Starlette",
+    )
     args = parser.parse_args()
     raise_fd_limit()
     RESULTS.mkdir(exist_ok=True)

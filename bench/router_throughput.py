@@ -32,7 +32,7 @@ from pathlib import Path
 if __name__ == "__main__" and __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench.common import (  # noqa: E402
+from bench.common import (
     Row,
     Stats,
     baseline_server,
@@ -42,7 +42,7 @@ from bench.common import (  # noqa: E402
     servers,
     standalone,
 )
-from bench.loadgen import Load, Phase, RelayDialect, RouterDialect  # noqa: E402
+from bench.loadgen import Load, Phase, RelayDialect, RouterDialect
 
 BASE = "ws relay"
 ASGI = "relay on uvicorn+Starlette"
@@ -53,7 +53,7 @@ class Target:
 
     def __init__(self, name: str, dialect, pid: int) -> None:
         self.name, self.dialect, self.pid = name, dialect, pid
-        self.load: Load | None = None
+        self.load: Load
         self.phases: dict[str, list[Phase]] = {}
         self.fanout_last: list[float] = []
         self.fanout_done: list[float] = []
@@ -80,8 +80,9 @@ class Target:
         return Phase.merge(self.phases[kind])
 
 
-async def interleaved(targets: list[Target], n: int, kinds: tuple[str, ...], blocks: int, timing: dict,
-                      fanout_reps: int = 0) -> None:
+async def interleaved(
+    targets: list[Target], n: int, kinds: tuple[str, ...], blocks: int, timing: dict, fanout_reps: int = 0
+) -> None:
     """Connect N agents to each target, then measure in alternating blocks (ABBA) so drift hits all alike."""
     for target in targets:
         await target.connect(n)
@@ -107,13 +108,15 @@ async def run(quick: bool = False, notes: list | None = None) -> list[Row]:
     raise_fd_limit(8192)
     ns = (10, 100, 1000) if quick else (10, 30, 100, 300, 1000)
     blocks = 2 if quick else 5
-    timing = dict(warmup=0.2, window=0.4) if quick else dict(warmup=0.3, window=0.8)
+    timing = {"warmup": 0.2, "window": 0.4} if quick else {"warmup": 0.3, "window": 0.8}
     fanout_reps = 4 if quick else 20
     results: dict[tuple[str, int], Target] = {}
     with servers(project_server(), relay_server(), baseline_server()) as (router, relay, asgi):
         for n in ns:
-            group = [Target("ours", RouterDialect(router.ws), router.pid),
-                     Target(BASE, RelayDialect(relay.ws), relay.pid)]
+            group = [
+                Target("ours", RouterDialect(router.ws), router.pid),
+                Target(BASE, RelayDialect(relay.ws), relay.pid),
+            ]
             if n == 100 or (n == 1000 and not quick):  # attribution: the relay's logic on the router's stack
                 group.append(Target(ASGI, RelayDialect(asgi.ws, "/relay/", ASGI), asgi.pid))
             kinds = ("direct", "broadcast", "single") if n == ns[0] else ("direct", "broadcast")
@@ -125,14 +128,34 @@ async def run(quick: bool = False, notes: list | None = None) -> list[Row]:
         ours, base = results["ours", n], results[BASE, n]
         target = (">=", 0.5) if n == 100 else None
         rows += [
-            Row("3 router", f"direct msgs/s, N={n}", "msg/s", ours["direct"].messages_per_s,
-                base["direct"].messages_per_s, BASE, target=target,
-                extra={"ours": util(ours["direct"]), "base": util(base["direct"])}),
-            Row("3 router", f"direct latency (p99 in json), N={n}", "ms", ours["direct"].latency_ms,
-                base["direct"].latency_ms, BASE),
-            Row("3 router", f"broadcast deliveries/s, N={n}", "msg/s", ours["broadcast"].messages_per_s,
-                base["broadcast"].messages_per_s, BASE, target=target,
-                extra={"ours": util(ours["broadcast"]), "base": util(base["broadcast"])}),
+            Row(
+                "3 router",
+                f"direct msgs/s, N={n}",
+                "msg/s",
+                ours["direct"].messages_per_s,
+                base["direct"].messages_per_s,
+                BASE,
+                target=target,
+                extra={"ours": util(ours["direct"]), "base": util(base["direct"])},
+            ),
+            Row(
+                "3 router",
+                f"direct latency (p99 in json), N={n}",
+                "ms",
+                ours["direct"].latency_ms,
+                base["direct"].latency_ms,
+                BASE,
+            ),
+            Row(
+                "3 router",
+                f"broadcast deliveries/s, N={n}",
+                "msg/s",
+                ours["broadcast"].messages_per_s,
+                base["broadcast"].messages_per_s,
+                BASE,
+                target=target,
+                extra={"ours": util(ours["broadcast"]), "base": util(base["broadcast"])},
+            ),
         ]
         notes.append(
             f"router N={n}: direct {util(ours['direct'])} (relay: {util(base['direct'])}); broadcast "
@@ -140,15 +163,36 @@ async def run(quick: bool = False, notes: list | None = None) -> list[Row]:
             f"{ours.connect_s:.2f} s (relay {base.connect_s:.2f} s)"
         )
     first = ns[0]
-    rows.append(Row("3 router", f"one message in flight, round trip, N={first}", "ms",
-                    results["ours", first]["single"].latency_ms, results[BASE, first]["single"].latency_ms, BASE))
+    rows.append(
+        Row(
+            "3 router",
+            f"one message in flight, round trip, N={first}",
+            "ms",
+            results["ours", first]["single"].latency_ms,
+            results[BASE, first]["single"].latency_ms,
+            BASE,
+        )
+    )
     if ("ours", 1000) in results:
         ours, base = results["ours", 1000], results[BASE, 1000]
         rows += [
-            Row("3 router", "fan-out, 1 broadcast -> 999 agents: last recipient has it", "ms",
-                Stats.of(ours.fanout_last), Stats.of(base.fanout_last), BASE, target=("<=", 2.0)),
-            Row("3 router", "fan-out, 1 broadcast -> 999 agents: sender has the acked result", "ms",
-                Stats.of(ours.fanout_done), Stats.of(base.fanout_done), f"{BASE} (999 e2e acks)"),
+            Row(
+                "3 router",
+                "fan-out, 1 broadcast -> 999 agents: last recipient has it",
+                "ms",
+                Stats.of(ours.fanout_last),
+                Stats.of(base.fanout_last),
+                BASE,
+                target=("<=", 2.0),
+            ),
+            Row(
+                "3 router",
+                "fan-out, 1 broadcast -> 999 agents: sender has the acked result",
+                "ms",
+                Stats.of(ours.fanout_done),
+                Stats.of(base.fanout_done),
+                f"{BASE} (999 e2e acks)",
+            ),
         ]
     # Attribution: the same relay logic on the router's stack (uvicorn + Starlette + websockets-sansio).
     for n in (100, 1000):
@@ -156,33 +200,80 @@ async def run(quick: bool = False, notes: list | None = None) -> list[Row]:
             continue
         ours, asgi_relay = results["ours", n], results[ASGI, n]
         rows += [
-            Row("3 router", f"direct msgs/s, N={n}", "msg/s", ours["direct"].messages_per_s,
-                asgi_relay["direct"].messages_per_s, ASGI, extra={"base": util(asgi_relay["direct"])}),
-            Row("3 router", f"broadcast deliveries/s, N={n}", "msg/s", ours["broadcast"].messages_per_s,
-                asgi_relay["broadcast"].messages_per_s, ASGI, extra={"base": util(asgi_relay["broadcast"])}),
-            Row("5 scaling", f"server CPU per direct message, N={n}", "us", ours["direct"].server_us_per_message,
-                asgi_relay["direct"].server_us_per_message, ASGI),
+            Row(
+                "3 router",
+                f"direct msgs/s, N={n}",
+                "msg/s",
+                ours["direct"].messages_per_s,
+                asgi_relay["direct"].messages_per_s,
+                ASGI,
+                extra={"base": util(asgi_relay["direct"])},
+            ),
+            Row(
+                "3 router",
+                f"broadcast deliveries/s, N={n}",
+                "msg/s",
+                ours["broadcast"].messages_per_s,
+                asgi_relay["broadcast"].messages_per_s,
+                ASGI,
+                extra={"base": util(asgi_relay["broadcast"])},
+            ),
+            Row(
+                "5 scaling",
+                f"server CPU per direct message, N={n}",
+                "us",
+                ours["direct"].server_us_per_message,
+                asgi_relay["direct"].server_us_per_message,
+                ASGI,
+            ),
         ]
         if n == 1000:
-            rows.append(Row("3 router", "fan-out, 1 broadcast -> 999 agents: last recipient has it", "ms",
-                            Stats.of(ours.fanout_last), Stats.of(asgi_relay.fanout_last), ASGI))
+            rows.append(
+                Row(
+                    "3 router",
+                    "fan-out, 1 broadcast -> 999 agents: last recipient has it",
+                    "ms",
+                    Stats.of(ours.fanout_last),
+                    Stats.of(asgi_relay.fanout_last),
+                    ASGI,
+                )
+            )
 
     # 5: the scaling curve, as server CPU per delivered message.
     for n in ns:
-        rows.append(Row("5 scaling", f"server CPU per direct message, N={n}", "us",
-                        results["ours", n]["direct"].server_us_per_message,
-                        results[BASE, n]["direct"].server_us_per_message, BASE))
+        rows.append(
+            Row(
+                "5 scaling",
+                f"server CPU per direct message, N={n}",
+                "us",
+                results["ours", n]["direct"].server_us_per_message,
+                results[BASE, n]["direct"].server_us_per_message,
+                BASE,
+            )
+        )
     for kind in ("direct", "broadcast"):
         low, high = results["ours", ns[0]][kind], results["ours", ns[-1]][kind]
-        rows.append(Row("5 scaling", f"CPU per {kind} message, N={ns[-1]} vs N={ns[0]}", "us",
-                        high.server_us_per_message, low.server_us_per_message, f"ours at N={ns[0]}",
-                        target=("<=", 1.5) if kind == "direct" else None))
+        rows.append(
+            Row(
+                "5 scaling",
+                f"CPU per {kind} message, N={ns[-1]} vs N={ns[0]}",
+                "us",
+                high.server_us_per_message,
+                low.server_us_per_message,
+                f"ours at N={ns[0]}",
+                target=("<=", 1.5) if kind == "direct" else None,
+            )
+        )
     curve = ", ".join(f"N={n} {results['ours', n]['direct'].server_us_per_message.median:.0f}" for n in ns)
     base_curve = ", ".join(f"N={n} {results[BASE, n]['direct'].server_us_per_message.median:.0f}" for n in ns)
-    ours_growth = (results["ours", ns[-1]]["direct"].server_us_per_message.median
-                   / results["ours", ns[0]]["direct"].server_us_per_message.median)
-    base_growth = (results[BASE, ns[-1]]["direct"].server_us_per_message.median
-                   / results[BASE, ns[0]]["direct"].server_us_per_message.median)
+    ours_growth = (
+        results["ours", ns[-1]]["direct"].server_us_per_message.median
+        / results["ours", ns[0]]["direct"].server_us_per_message.median
+    )
+    base_growth = (
+        results[BASE, ns[-1]]["direct"].server_us_per_message.median
+        / results[BASE, ns[0]]["direct"].server_us_per_message.median
+    )
     notes.append(
         f"scaling: server CPU us per direct message - router {curve} (x{ours_growth:.2f} from N={ns[0]} to "
         f"N={ns[-1]}); ws relay {base_curve} (x{base_growth:.2f}). "

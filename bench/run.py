@@ -21,7 +21,7 @@ from pathlib import Path
 if __name__ == "__main__" and __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench.common import ROOT, text_table, write_results  # noqa: E402
+from bench.common import ROOT, text_table, write_results
 
 BENCHMARKS = {
     "page_ready": "1. page ready, cold and warm, vs a bare Pyodide + pydantic page",
@@ -32,7 +32,9 @@ BENCHMARKS = {
 
 
 async def run_all(names: list[str], quick: bool) -> tuple[list, list[str], dict[str, float]]:
-    rows, notes, walls = [], [], {}
+    rows: list = []
+    notes: list[str] = []
+    walls: dict[str, float] = {}
     for name in names:
         print(f"[bench] {name}: {BENCHMARKS[name]} ...", file=sys.stderr, flush=True)
         started = time.perf_counter()
@@ -44,20 +46,28 @@ async def run_all(names: list[str], quick: bool) -> tuple[list, list[str], dict[
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
-                                     epilog="benchmarks: " + "; ".join(f"{k} ({v})" for k, v in BENCHMARKS.items()))
+    parser = argparse.ArgumentParser(
+        description=__doc__.split("\n\n")[0],
+        epilog="benchmarks: " + "; ".join(f"{k} ({v})" for k, v in BENCHMARKS.items()),
+    )
     parser.add_argument("--quick", action="store_true", help="fewer repetitions and shorter windows (< 2 minutes)")
-    parser.add_argument("--only", nargs="+", choices=list(BENCHMARKS), metavar="NAME",
-                        help=f"run only these ({', '.join(BENCHMARKS)})")
-    parser.add_argument("--max-load", type=float, metavar="L",
-                        help="first wait (up to 10 minutes) until the 1-minute load average is at most L")
+    parser.add_argument(
+        "--only", nargs="+", choices=list(BENCHMARKS), metavar="NAME", help=f"run only these ({', '.join(BENCHMARKS)})"
+    )
+    parser.add_argument(
+        "--max-load",
+        type=float,
+        metavar="L",
+        help="first wait (up to 10 minutes) until the 1-minute load average is at most L",
+    )
     args = parser.parse_args()
     names = args.only or list(BENCHMARKS)
     if args.max_load is not None:
         deadline = time.monotonic() + 600
         while os.getloadavg()[0] > args.max_load and time.monotonic() < deadline:
-            print(f"[bench] load average {os.getloadavg()[0]:.2f} > {args.max_load}: waiting", file=sys.stderr,
-                  flush=True)
+            print(
+                f"[bench] load average {os.getloadavg()[0]:.2f} > {args.max_load}: waiting", file=sys.stderr, flush=True
+            )
             time.sleep(15)
     started = time.perf_counter()
     load_before = os.getloadavg()
@@ -68,15 +78,22 @@ def main() -> None:
         print("\nNotes:")
         for note in notes:
             print(f"- {note}")
-    info = {"benchmarks": names, "wall_seconds_each": walls, "loadavg_at_end": os.getloadavg(),
-            "command": " ".join(["python bench/run.py", *sys.argv[1:]])}
+    info = {
+        "benchmarks": names,
+        "wall_seconds_each": walls,
+        "loadavg_at_end": os.getloadavg(),
+        "command": " ".join(["python bench/run.py", *sys.argv[1:]]),
+    }
     json_path, md_path = write_results(rows, "latest", quick=args.quick, wall_seconds=wall, notes=notes, info=info)
     if not args.only:  # the last complete run of each mode stays too
-        write_results(rows, "quick" if args.quick else "full", quick=args.quick, wall_seconds=wall, notes=notes,
-                      info=info)
-    print(f"\n{'quick' if args.quick else 'full'} suite: {wall:.0f} s wall (load average before "
-          f"{load_before[0]:.2f}, after {os.getloadavg()[0]:.2f}); wrote {json_path.relative_to(ROOT)} and "
-          f"{md_path.relative_to(ROOT)}")
+        write_results(
+            rows, "quick" if args.quick else "full", quick=args.quick, wall_seconds=wall, notes=notes, info=info
+        )
+    print(
+        f"\n{'quick' if args.quick else 'full'} suite: {wall:.0f} s wall (load average before "
+        f"{load_before[0]:.2f}, after {os.getloadavg()[0]:.2f}); wrote {json_path.relative_to(ROOT)} and "
+        f"{md_path.relative_to(ROOT)}"
+    )
 
 
 if __name__ == "__main__":

@@ -3,11 +3,11 @@
 Ours: two test pages from ``serve.py`` (agents ``lat-a`` and ``lat-b``, each in its page's Web
 Worker, the default) in one headless Chromium with native WebMCP. For attribution the full mode
 adds a pair with ``?mode=main`` (agents on the main thread) and a default pair whose live log
-(``#log``, which page.js re-renders for every call and message) is hidden. A script in page A calls ``navigator.modelContext.callTool("a2a_send_message",
-args)`` (the facade over the browser's ``document.modelContext.executeTool``) and awaits the
-result (``delivered: true``, i.e. B's runtime acknowledged it); page B records when its Python
-``on_message`` handler fired (the ``a2a:message`` window event it emits, caught in the capture
-phase so page.js's own logging is not counted).
+(``#log``, which page.js re-renders for every call and message) is hidden. A script in page A
+calls ``navigator.modelContext.callTool("a2a_send_message", args)`` (the facade over the browser's
+``document.modelContext.executeTool``) and awaits the result (``delivered: true``, i.e. B's runtime
+acknowledged it); page B records when its Python ``on_message`` handler fired (the ``a2a:message``
+window event it emits, caught in the capture phase so page.js's own logging is not counted).
 Baseline: two ``bench/baselines/relay_pair.html`` pages on the baseline server (same uvicorn +
 Starlette + websockets stack) sending the same JSON arguments through its minimal ``/relay``;
 the receiver dispatches ``relay:message`` and sends an ack back the same way.
@@ -22,11 +22,12 @@ from __future__ import annotations
 import asyncio
 import sys
 from pathlib import Path
+from typing import Any
 
 if __name__ == "__main__" and __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench.common import (  # noqa: E402
+from bench.common import (
     Row,
     Stats,
     baseline_server,
@@ -80,8 +81,10 @@ async ({n, name, args}) => {
   return out;
 }
 """
-PROBES = (("a2a_inbox", {"wait_seconds": 0}, "a2a_inbox (no network)"),
-          ("a2a_discover", {"agent_type": "nobody"}, "a2a_discover (one router round trip, no second agent)"))
+PROBES = (
+    ("a2a_inbox", {"wait_seconds": 0}, "a2a_inbox (no network)"),
+    ("a2a_discover", {"agent_type": "nobody"}, "a2a_discover (one router round trip, no second agent)"),
+)
 
 
 class Pair:
@@ -92,8 +95,9 @@ class Pair:
         self.seq = 0
 
     async def calls(self, count: int, keep: bool = True) -> None:
-        timings = await self.sender.evaluate(CALLS_JS, {"start": self.seq, "count": count, "target": self.target,
-                                                        "via": self.via})
+        timings = await self.sender.evaluate(
+            CALLS_JS, {"start": self.seq, "count": count, "target": self.target, "via": self.via}
+        )
         self.seq += count
         arrivals = dict(await self.receiver.evaluate(TAKE_JS))
         if keep:
@@ -127,22 +131,42 @@ async def run(quick: bool = False, notes: list | None = None) -> list[Row]:
                 relay_url = f"{base_server.http}/bench/relay_pair.html"
                 # (name, sender page, receiver page, receiver id, via); pages open concurrently (their
                 # load time is not what this measures).
-                specs = [("ours", (page_url + "lat-a", ready), (page_url + "lat-b", ready, "a2a:message"), "lat-b",
-                          "tool")]
+                specs: list[tuple[Any, ...]] = [
+                    ("ours", (page_url + "lat-a", ready), (page_url + "lat-b", ready, "a2a:message"), "lat-b", "tool")
+                ]
                 if not quick:
                     # Attribution: both agents on their page's main thread instead of a Web Worker; and
                     # the default pages with the test page's live log hidden (display: none).
                     specs += [
-                        ("ours-main", (page_url + "main-a&mode=main", ready),
-                         (page_url + "main-b&mode=main", ready, "a2a:message"), "main-b", "tool"),
-                        ("ours-nolog", (page_url + "nolog-a", ready, None, True),
-                         (page_url + "nolog-b", ready, "a2a:message", True), "nolog-b", "tool"),
+                        (
+                            "ours-main",
+                            (page_url + "main-a&mode=main", ready),
+                            (page_url + "main-b&mode=main", ready, "a2a:message"),
+                            "main-b",
+                            "tool",
+                        ),
+                        (
+                            "ours-nolog",
+                            (page_url + "nolog-a", ready, None, True),
+                            (page_url + "nolog-b", ready, "a2a:message", True),
+                            "nolog-b",
+                            "tool",
+                        ),
                     ]
-                specs.append(("base", (f"{relay_url}?id=ra&peer=rb", relay_ready),
-                              (f"{relay_url}?id=rb&peer=ra", relay_ready, "relay:message"), "rb", "relay"))
+                specs.append(
+                    (
+                        "base",
+                        (f"{relay_url}?id=ra&peer=rb", relay_ready),
+                        (f"{relay_url}?id=rb&peer=ra", relay_ready, "relay:message"),
+                        "rb",
+                        "relay",
+                    )
+                )
                 pages = await asyncio.gather(*(open_page(context, *spec[i]) for spec in specs for i in (1, 2)))
-                pairs = [Pair(name, pages[2 * k], pages[2 * k + 1], target, via)
-                         for k, (name, _, _, target, via) in enumerate(specs)]
+                pairs = [
+                    Pair(name, pages[2 * k], pages[2 * k + 1], target, via)
+                    for k, (name, _, _, target, via) in enumerate(specs)
+                ]
                 base = pairs[-1]
                 for pair in pairs:
                     await pair.calls(warmup, keep=False)
@@ -155,7 +179,8 @@ async def run(quick: bool = False, notes: list | None = None) -> list[Row]:
                     for name, args, label in PROBES:
                         await pair.sender.evaluate(PROBE_JS, {"n": 10, "name": name, "args": args})
                         probes[pair.name, label] = Stats.of(
-                            await pair.sender.evaluate(PROBE_JS, {"n": block, "name": name, "args": args})).median
+                            await pair.sender.evaluate(PROBE_JS, {"n": block, "name": name, "args": args})
+                        ).median
             finally:
                 await browser.close()
 
@@ -165,21 +190,40 @@ async def run(quick: bool = False, notes: list | None = None) -> list[Row]:
         f"vs half its round trip {half_rtt:.3f} ms (the two tabs' clocks agree when these are close)"
     )
     for pair in pairs[:-1]:
-        notes.append(f"tool call breakdown ({pair.name}): median ms per call - "
-                     + "; ".join(f"{label} {probes[pair.name, label]:.2f}" for _, _, label in PROBES)
-                     + f"; a2a_send_message to B's handler {Stats.of(pair.delivery).median:.2f}, "
-                     f"to the acknowledged result {Stats.of(pair.result).median:.2f}")
+        notes.append(
+            f"tool call breakdown ({pair.name}): median ms per call - "
+            + "; ".join(f"{label} {probes[pair.name, label]:.2f}" for _, _, label in PROBES)
+            + f"; a2a_send_message to B's handler {Stats.of(pair.delivery).median:.2f}, "
+            f"to the acknowledged result {Stats.of(pair.result).median:.2f}"
+        )
     baseline = "bare JS page pair + minimal relay"
     rows = []
     for pair in pairs[:-1]:
-        where = {"ours": "agents in Web Workers (default)", "ours-main": "agents on main threads (mode=main)",
-                 "ours-nolog": "Web Workers, live log hidden"}[pair.name]
+        where = {
+            "ours": "agents in Web Workers (default)",
+            "ours-main": "agents on main threads (mode=main)",
+            "ours-nolog": "Web Workers, live log hidden",
+        }[pair.name]
         target = ("<=", 1.5) if pair.name == "ours" else None
         rows += [
-            Row("2 tool call", f"A callTool -> B's Python handler has it, {where}", "ms", Stats.of(pair.delivery),
-                Stats.of(base.delivery), baseline, target=target),
-            Row("2 tool call", f"A callTool -> acknowledged result in A, {where}", "ms", Stats.of(pair.result),
-                Stats.of(base.result), baseline, target=target),
+            Row(
+                "2 tool call",
+                f"A callTool -> B's Python handler has it, {where}",
+                "ms",
+                Stats.of(pair.delivery),
+                Stats.of(base.delivery),
+                baseline,
+                target=target,
+            ),
+            Row(
+                "2 tool call",
+                f"A callTool -> acknowledged result in A, {where}",
+                "ms",
+                Stats.of(pair.result),
+                Stats.of(base.result),
+                baseline,
+                target=target,
+            ),
         ]
     return rows
 

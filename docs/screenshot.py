@@ -1,6 +1,6 @@
 """Remake docs/screenshot.png: alice sends bob a task through the form, bob reads his inbox.
 
-    .venv/bin/python docs/screenshot.py   (with `make run` serving on 127.0.0.1:8765)
+.venv/bin/python docs/screenshot.py   (with `make run` serving on 127.0.0.1:8765)
 """
 
 import sys
@@ -9,8 +9,16 @@ from pathlib import Path
 from playwright.sync_api import sync_playwright
 
 BASE = sys.argv[1] if len(sys.argv) > 1 else "http://127.0.0.1:8765"
-ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
-        "--disable-component-update", "--disable-sync", "--enable-features=WebMCP"]
+ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--enable-features=WebMCP",
+]
 
 
 def call_from_form(page, tool: str, arguments: str) -> None:
@@ -27,8 +35,12 @@ with sync_playwright() as playwright:
     for page, query in ((bob, "agent_id=bob&agent_type=monitor"), (alice, "agent_id=alice&agent_type=executor")):
         page.goto(f"{BASE}/?{query}")
         page.wait_for_function("document.documentElement.dataset.a2a === 'ready'", timeout=60_000)
-    call_from_form(alice, "a2a_send_message", '{"target_agent_id": "bob", "message_type": "task_request", '
-                                              '"payload": {"task": "scan sector 7"}, "correlation_id": "job-1"}')
+    call_from_form(
+        alice,
+        "a2a_send_message",
+        '{"target_agent_id": "bob", "message_type": "task_request", '
+        '"payload": {"task": "scan sector 7"}, "correlation_id": "job-1"}',
+    )
     call_from_form(bob, "a2a_inbox", '{"wait_seconds": 2}')
     bob.screenshot(path=str(Path(__file__).with_name("screenshot.png")), full_page=True)
     browser.close()

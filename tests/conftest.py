@@ -11,8 +11,10 @@ from pathlib import Path
 
 import pytest
 import uvicorn
+from starlette.applications import Starlette
 
 from webmcp_a2a.router import RouterSettings
+from webmcp_a2a.router.routing import Router
 from webmcp_a2a.router.server import uvicorn_config
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -44,8 +46,10 @@ class RunningRouter:
         return f"http://127.0.0.1:{self.port}"
 
     @property
-    def router(self):
-        return self.app.state.router
+    def router(self) -> Router:
+        assert isinstance(self.app, Starlette)
+        router: Router = self.app.state.router
+        return router
 
     def start(self) -> RunningRouter:
         self.thread.start()
@@ -75,7 +79,6 @@ def router_server():
     """One router for every test that does not need special limits."""
     with running_router(ack_timeout=5.0) as server:
         yield server
-
 
 
 async def eventually(predicate, timeout: float = 10.0, interval: float = 0.02):

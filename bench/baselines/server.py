@@ -53,17 +53,19 @@ def create_app() -> Starlette:
                     for peer in list(peers.values()):
                         if peer is not websocket:
                             await peer.send_text(text)
-                elif (peer := peers.get(target)) is not None:
-                    await peer.send_text(text)
+                elif (recipient := peers.get(target)) is not None:
+                    await recipient.send_text(text)
         finally:
             if peers.get(me) is websocket:
                 del peers[me]
 
-    return Starlette(routes=[
-        WebSocketRoute("/relay/{agent_id}", relay),
-        Mount("/bench", NoCacheStaticFiles(directory=HERE), name="bench"),
-        Mount("/static", StaticFiles(directory=ROOT / "static", check_dir=False), name="static"),
-    ])
+    return Starlette(
+        routes=[
+            WebSocketRoute("/relay/{agent_id}", relay),
+            Mount("/bench", NoCacheStaticFiles(directory=HERE), name="bench"),
+            Mount("/static", StaticFiles(directory=ROOT / "static", check_dir=False), name="static"),
+        ]
+    )
 
 
 def main() -> None:
@@ -72,9 +74,16 @@ def main() -> None:
     args = parser.parse_args()
     settings = RouterSettings()
     # The same uvicorn options as serve.py (router/server.py), per-message compression off included.
-    config = uvicorn.Config(create_app(), host="127.0.0.1", port=args.port, ws="websockets-sansio",
-                            ws_max_size=settings.transport_max_bytes, ws_per_message_deflate=False,
-                            log_level="warning", access_log=False)
+    config = uvicorn.Config(
+        create_app(),
+        host="127.0.0.1",
+        port=args.port,
+        ws="websockets-sansio",
+        ws_max_size=settings.transport_max_bytes,
+        ws_per_message_deflate=False,
+        log_level="warning",
+        access_log=False,
+    )
     uvicorn.Server(config).run()
 
 

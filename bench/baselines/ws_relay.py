@@ -21,10 +21,13 @@ peers: dict[str, ServerConnection] = {}
 
 
 async def handler(websocket: ServerConnection) -> None:
+    assert websocket.request is not None  # set once the handshake is done
     me = websocket.request.path[1:]
     peers[me] = websocket
     try:
         async for text in websocket:
+            if not isinstance(text, str):
+                continue
             target = text[: text.find(" ")]
             if target == "*":
                 websockets.broadcast([peer for peer in peers.values() if peer is not websocket], text)

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import time
 import uuid
-from typing import Annotated, Any, Literal, Union
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, model_validator
 
@@ -193,7 +193,8 @@ class BarrierArgs(_Model):
 
     name: TopicName = Field(description="The barrier's name")
     expected_agents: list[AgentId] | None = Field(
-        None, min_length=1, max_length=1000, description="Wait for exactly these agents (this one included)")
+        None, min_length=1, max_length=1000, description="Wait for exactly these agents (this one included)"
+    )
     count: int | None = Field(None, ge=1, le=1000, description="Or: wait for this many agents")
     timeout_seconds: float = Field(30, gt=0, le=600, description="Give up after this long, naming who never came")
 
@@ -322,9 +323,31 @@ class RelayClosed(_Model):
     reason: str
 
 
+RequestFrame = (
+    SendRequest
+    | BroadcastRequest
+    | SubscribeRequest
+    | UnsubscribeRequest
+    | HeartbeatRequest
+    | DiscoverRequest
+    | LockRequest
+    | BarrierRequest
+)
+"""The client frames that carry an ``id`` and are answered with ``result`` or ``error``."""
+
 ClientFrame = Annotated[
-    Union[Hello, SendRequest, BroadcastRequest, SubscribeRequest, UnsubscribeRequest, HeartbeatRequest,
-          DiscoverRequest, LockRequest, BarrierRequest, Ack, Relay, Unrelay],
+    Hello
+    | SendRequest
+    | BroadcastRequest
+    | SubscribeRequest
+    | UnsubscribeRequest
+    | HeartbeatRequest
+    | DiscoverRequest
+    | LockRequest
+    | BarrierRequest
+    | Ack
+    | Relay
+    | Unrelay,
     Field(discriminator="type"),
 ]
 CLIENT_FRAME: TypeAdapter[ClientFrame] = TypeAdapter(ClientFrame)
@@ -364,8 +387,7 @@ class ErrorFrame(_Model):
     error: ErrorInfo
 
 
-RouterFrame = Annotated[Union[Welcome, Deliver, Result, ErrorFrame, Relayed, RelayClosed],
-                        Field(discriminator="type")]
+RouterFrame = Annotated[Welcome | Deliver | Result | ErrorFrame | Relayed | RelayClosed, Field(discriminator="type")]
 ROUTER_FRAME: TypeAdapter[RouterFrame] = TypeAdapter(RouterFrame)
 
 
@@ -495,14 +517,18 @@ class SubscribeArgs(_Model):
 
     @property
     def target(self) -> str:
-        return self.event_type or self.topic
+        """The event type or topic name (the validator makes sure exactly one is given)."""
+        target = self.event_type or self.topic
+        assert target is not None
+        return target
 
 
 class PublishArgs(_Model):
     """Arguments of ``a2a_publish``."""
 
     event_type: Literal["region_change", "task_available", "knowledge_update"] | None = Field(
-        None, description="An event type subscribers can ask for")
+        None, description="An event type subscribers can ask for"
+    )
     topic: TopicName | None = Field(None, description="Or: any topic name")
     payload: dict[str, Any] = Field(default_factory=dict, description="The event's data: any JSON object")
     region: Region | None = Field(None, description="Where the event happened, for region filters")
@@ -514,7 +540,10 @@ class PublishArgs(_Model):
 
     @property
     def target(self) -> str:
-        return self.event_type or self.topic
+        """The event type or topic name (the validator makes sure exactly one is given)."""
+        target = self.event_type or self.topic
+        assert target is not None
+        return target
 
 
 class UnsubscribeArgs(_Model):
@@ -558,8 +587,6 @@ class TaskOutcome(_Model):
     response: dict[str, Any] | None = Field(None, description="The task_response's payload")
     responder: AgentId | None = None
     detail: str | None = None
-
-
 
 
 # --- where an agent lives and how it reaches the router -----------------------

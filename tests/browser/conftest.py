@@ -9,6 +9,7 @@ tests keep out of each other's way with unique payloads and correlation ids.
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import socket
 import subprocess
@@ -16,6 +17,7 @@ import sys
 import threading
 import time
 import urllib.request
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from urllib.parse import urlparse
 
@@ -26,8 +28,13 @@ from tests.conftest import ROOT, free_port
 
 CHROMIUM = "/usr/bin/chromium"
 QUIET_NETWORK = [
-    "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-    "--disable-background-networking", "--disable-component-update", "--disable-sync",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
 ]
 LOCAL_HOSTS = {"127.0.0.1", "localhost"}
 READY_TIMEOUT_MS = 60_000
@@ -40,8 +47,18 @@ def server_url():
     """``serve.py`` itself, as a user runs it, on a free port."""
     port = free_port()
     process = subprocess.Popen(
-        [sys.executable, str(ROOT / "serve.py"), "--port", str(port), "--ack-timeout", "5", "--log-level", "warning",
-         "--store", ":memory:"],
+        [
+            sys.executable,
+            str(ROOT / "serve.py"),
+            "--port",
+            str(port),
+            "--ack-timeout",
+            "5",
+            "--log-level",
+            "warning",
+            "--store",
+            ":memory:",
+        ],
         cwd=ROOT,
     )
     url = f"http://127.0.0.1:{port}"
@@ -53,7 +70,7 @@ def server_url():
         except OSError:
             if time.monotonic() > deadline or process.poll() is not None:
                 process.kill()
-                raise RuntimeError("serve.py did not come up")
+                raise RuntimeError("serve.py did not come up") from None
             time.sleep(0.1)
     yield url
     process.terminate()
@@ -80,10 +97,11 @@ class Mesh:
 
     def reopen_agent(self, agent_id: str, agent_type: str, **params: str) -> Page:
         """Open the test page as agent ``agent_id`` and wait until it is ready."""
-        query = "&".join(f"{key}={value}" for key, value in {"agent_id": agent_id, "agent_type": agent_type,
-                                                               **params}.items())
+        query = "&".join(
+            f"{key}={value}" for key, value in {"agent_id": agent_id, "agent_type": agent_type, **params}.items()
+        )
         page = self.context.new_page()
-        page.agent_id = agent_id
+        page.agent_id = agent_id  # type: ignore[attr-defined]  # the tests' own label on the page
         page.goto(f"{self.base_url}/?{query}")
         page.wait_for_function("document.documentElement.dataset.a2a === 'ready'", timeout=READY_TIMEOUT_MS)
         self.pages[agent_id] = page
@@ -102,7 +120,7 @@ def mode(request) -> str:
 
 
 @pytest.fixture(scope="session")
-def chromium(playwright: Playwright, mode: str) -> Browser:
+def chromium(playwright: Playwright, mode: str) -> Iterator[Browser]:
     args = QUIET_NETWORK + (["--enable-features=WebMCP"] if mode == "native" else [])
     browser = playwright.chromium.launch(executable_path=CHROMIUM, args=args)
     yield browser
@@ -110,7 +128,7 @@ def chromium(playwright: Playwright, mode: str) -> Browser:
 
 
 @pytest.fixture(scope="session")
-def mesh(chromium: Browser, mode: str, server_url: str) -> Mesh:
+def mesh(chromium: Browser, mode: str, server_url: str) -> Iterator[Mesh]:
     context = chromium.new_context()
     mesh = Mesh(mode, server_url, context)
 
@@ -179,16 +197,12 @@ class RouterGate:
             listener, self._listener = self._listener, None
             sockets, self._sockets = self._sockets, set()
         if listener is not None:
-            try:
+            with contextlib.suppress(OSError):
                 listener.shutdown(socket.SHUT_RDWR)  # wakes the thread blocked in accept(); close() alone does not
-            except OSError:
-                pass
             listener.close()
         for sock in sockets:
-            try:
+            with contextlib.suppress(OSError):
                 sock.shutdown(socket.SHUT_RDWR)
-            except OSError:
-                pass
             sock.close()
 
     def _accept(self, listener: socket.socket) -> None:
@@ -215,15 +229,15 @@ class RouterGate:
         except OSError:
             pass
         for sock in (source, sink):
-            try:
+            with contextlib.suppress(OSError):
                 sock.shutdown(socket.SHUT_RDWR)
-            except OSError:
-                pass
 
 
 @pytest.fixture(scope="session")
-def router_gate(mode: str, server_url: str) -> RouterGate:
+def router_gate(mode: str, server_url: str) -> Iterator[RouterGate]:
     """One closed gate per WebMCP mode (tests open it, and close it again when done)."""
-    gate = RouterGate(urlparse(server_url).port)
+    port = urlparse(server_url).port
+    assert port is not None
+    gate = RouterGate(port)
     yield gate
     gate.close()

@@ -15,7 +15,8 @@ def structured(result: dict) -> dict:
 def test_discover_lists_online_agents_by_type(mesh, alice, bob):
     agents = structured(mesh.call(alice, "a2a_discover", {"agent_type": "monitor"}))["agents"]
     mine = [agent for agent in agents if agent["agent_id"] == bob.agent_id]
-    assert mine and mine[0]["status"] == "online"
+    assert mine
+    assert mine[0]["status"] == "online"
     assert all(agent["agent_type"] == "monitor" for agent in agents)
 
 
@@ -49,17 +50,24 @@ def test_barrier_releases_both_pages_together(mesh, alice, bob):
     name = f"barrier-{uuid.uuid4().hex[:8]}"
     arguments = {"name": name, "expected_agents": [alice.agent_id, bob.agent_id], "timeout_seconds": 20}
     # Playwright's sync API is bound to its thread: start alice's call from page script, bob's as usual.
-    alice.evaluate("(args) => { window.barrierDone = navigator.modelContext.callTool('a2a_barrier', args); }",
-                   arguments)
+    alice.evaluate(
+        "(args) => { window.barrierDone = navigator.modelContext.callTool('a2a_barrier', args); }", arguments
+    )
     bob_result = structured(mesh.call(bob, "a2a_barrier", arguments))
     alice_result = structured(alice.evaluate("window.barrierDone"))
     assert bob_result["arrived"] == alice_result["arrived"] == sorted([alice.agent_id, bob.agent_id])
 
 
 def test_barrier_timeout_names_the_missing_agent(mesh, alice):
-    result = mesh.call(alice, "a2a_barrier", {"name": f"b-{uuid.uuid4().hex[:8]}",
-                                              "expected_agents": [alice.agent_id, "absent-agent"],
-                                              "timeout_seconds": 0.5})
+    result = mesh.call(
+        alice,
+        "a2a_barrier",
+        {
+            "name": f"b-{uuid.uuid4().hex[:8]}",
+            "expected_agents": [alice.agent_id, "absent-agent"],
+            "timeout_seconds": 0.5,
+        },
+    )
     assert result["isError"] is True
     assert result["structuredContent"]["error"]["code"] == "barrier_timeout"
     assert "absent-agent" in result["content"][0]["text"]

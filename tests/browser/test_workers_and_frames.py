@@ -75,14 +75,23 @@ class MeshPage:
         self.page.wait_for_function(
             """([ids, transport]) => ids.every((id) => window.mesh.hub.table().some(
                    (row) => row.agent_id === id && row.transport === transport && row.state === "connected"))""",
-            arg=[ids, transport], timeout=timeout * 1000)
+            arg=[ids, transport],
+            timeout=timeout * 1000,
+        )
 
 
 @pytest.fixture(scope="module")
 def mesh_page(mesh, router_gate):
     page = mesh.context.new_page()
-    query = urlencode({"prefix": f"mesh-{mesh.mode}-{uuid.uuid4().hex[:4]}", "worker_router": router_gate.ws_url,
-                       "frame_b_router": router_gate.ws_url, "probe_max_delay": 1.5, "open_timeout": 3})
+    query = urlencode(
+        {
+            "prefix": f"mesh-{mesh.mode}-{uuid.uuid4().hex[:4]}",
+            "worker_router": router_gate.ws_url,
+            "frame_b_router": router_gate.ws_url,
+            "probe_max_delay": 1.5,
+            "open_timeout": 3,
+        }
+    )
     page.goto(f"{mesh.base_url}/web/mesh.html?{query}")
     page.wait_for_function("document.documentElement.dataset.mesh === 'ready'", timeout=2 * READY_TIMEOUT_MS)
     yield MeshPage(mesh, page)
@@ -131,28 +140,49 @@ def test_messages_between_all_pairs_stay_in_the_page(mesh_page):
     correlation_id = f"pairs-{uuid.uuid4()}"
     before = mesh_page.stats()
     for sender, recipient in itertools.permutations(KEYS, 2):
-        result = mesh_page.call(sender, "a2a_send_message", {
-            "target_agent_id": mesh_page.id(recipient), "message_type": "notification",
-            "payload": {"from": sender}, "correlation_id": correlation_id})
+        result = mesh_page.call(
+            sender,
+            "a2a_send_message",
+            {
+                "target_agent_id": mesh_page.id(recipient),
+                "message_type": "notification",
+                "payload": {"from": sender},
+                "correlation_id": correlation_id,
+            },
+        )
         assert (result["delivered"], result["target_status"]) == (True, "online"), (sender, recipient, result)
     after = mesh_page.stats()
     assert after["local_delivered"] - before["local_delivered"] == 12
     for recipient in KEYS:
         messages = mesh_page.inbox(recipient, lambda m: m["metadata"]["correlation_id"] == correlation_id, want=3)
         assert sorted(m["from_agent"] for m in messages) == sorted(
-            mesh_page.id(sender) for sender in KEYS if sender != recipient)
+            mesh_page.id(sender) for sender in KEYS if sender != recipient
+        )
         assert all(m["payload"]["from"] in KEYS for m in messages)
 
 
 def test_a_local_send_cannot_claim_another_sender(mesh_page):
     """The hub stamps the sender from the channel, as the router does from the connection."""
-    frame = json.dumps({"type": "send", "id": 99, "envelope": {
-        "message_id": str(uuid.uuid4()), "to_agent": mesh_page.id("main"), "from_agent": mesh_page.id("worker"),
-        "message_type": "notification", "payload": {}}})
-    answer = mesh_page.frame_a.evaluate("""(frame) => new Promise((resolve) => {
+    frame = json.dumps(
+        {
+            "type": "send",
+            "id": 99,
+            "envelope": {
+                "message_id": str(uuid.uuid4()),
+                "to_agent": mesh_page.id("main"),
+                "from_agent": mesh_page.id("worker"),
+                "message_type": "notification",
+                "payload": {},
+            },
+        }
+    )
+    answer = mesh_page.frame_a.evaluate(
+        """(frame) => new Promise((resolve) => {
         addEventListener("message", (event) => event.data?.kind === "local-result" && resolve(event.data.frame));
         parent.postMessage({a2a: "webmcp-a2a/1", kind: "local-send", frame}, location.origin);
-    })""", frame)
+    })""",
+        frame,
+    )
     assert json.loads(answer)["error"]["code"] == "spoofed_sender"
 
 
@@ -160,13 +190,17 @@ def test_a_broadcast_from_any_agent_reaches_all_the_others(mesh_page):
     markers = {}
     for sender in KEYS:
         markers[sender] = str(uuid.uuid4())
-        result = mesh_page.call(sender, "a2a_broadcast", {"agent_type": "all", "message_type": "data_share",
-                                                          "payload": {"marker": markers[sender]}})
+        result = mesh_page.call(
+            sender,
+            "a2a_broadcast",
+            {"agent_type": "all", "message_type": "data_share", "payload": {"marker": markers[sender]}},
+        )
         others = {mesh_page.id(key) for key in KEYS if key != sender}
-        assert others <= set(result["recipients"]) and mesh_page.id(sender) not in result["recipients"]
+        assert others <= set(result["recipients"])
+        assert mesh_page.id(sender) not in result["recipients"]
     for recipient in KEYS:
         expected = {markers[sender] for sender in KEYS if sender != recipient}
-        got = mesh_page.inbox(recipient, lambda m: m["payload"].get("marker") in expected, want=3)
+        got = mesh_page.inbox(recipient, lambda m, expected=expected: m["payload"].get("marker") in expected, want=3)
         assert {m["payload"]["marker"] for m in got} == expected, recipient
 
 
@@ -189,13 +223,31 @@ def test_the_fallback_carries_traffic_with_an_agent_outside_the_page(mesh, mesh_
     for key in BLOCKED:
         assert mesh_page.call(key, "a2a_status", {})["transport"] == "postmessage"
         correlation_id = f"outside-{uuid.uuid4()}"
-        sent = mesh.call(alice, "a2a_send_message", {"target_agent_id": mesh_page.id(key), "message_type": "task_request",
-                                                     "payload": {"task": "ping"}, "correlation_id": correlation_id})
+        sent = mesh.call(
+            alice,
+            "a2a_send_message",
+            {
+                "target_agent_id": mesh_page.id(key),
+                "message_type": "task_request",
+                "payload": {"task": "ping"},
+                "correlation_id": correlation_id,
+            },
+        )
         assert sent["structuredContent"]["delivered"] is True, sent
-        (request,) = mesh_page.inbox(key, lambda m: m["metadata"]["correlation_id"] == correlation_id)
+        (request,) = mesh_page.inbox(
+            key, lambda m, correlation_id=correlation_id: m["metadata"]["correlation_id"] == correlation_id
+        )
         assert request["from_agent"] == alice.agent_id
-        answered = mesh_page.call(key, "a2a_send_message", {"target_agent_id": alice.agent_id, "message_type": "task_response",
-                                                            "payload": {"task": "pong"}, "correlation_id": correlation_id})
+        answered = mesh_page.call(
+            key,
+            "a2a_send_message",
+            {
+                "target_agent_id": alice.agent_id,
+                "message_type": "task_response",
+                "payload": {"task": "pong"},
+                "correlation_id": correlation_id,
+            },
+        )
         assert answered["delivered"] is True
     after = mesh_page.stats()
     # each agent: its send and the ack of alice's message out, alice's message and its send's result in
@@ -206,12 +258,37 @@ def test_the_fallback_carries_traffic_with_an_agent_outside_the_page(mesh, mesh_
 def test_messages_from_another_origin_or_an_unknown_window_are_dropped_and_counted(mesh, mesh_page):
     page, frame_a = mesh_page.page, mesh_page.frame_a
     marker = str(uuid.uuid4())
-    forged_send = {"a2a": MARK, "kind": "local-send", "frame": json.dumps({"type": "send", "id": 1, "envelope": {
-        "message_id": str(uuid.uuid4()), "to_agent": mesh_page.id("main"), "message_type": "notification",
-        "payload": {"marker": marker}}})}
-    forged_deliver = {"a2a": MARK, "kind": "local-deliver", "frame": json.dumps({"type": "deliver", "envelope": {
-        "to_agent": mesh_page.id("frame_a"), "from_agent": mesh_page.id("main"), "message_type": "notification",
-        "payload": {"marker": marker}}})}
+    forged_send = {
+        "a2a": MARK,
+        "kind": "local-send",
+        "frame": json.dumps(
+            {
+                "type": "send",
+                "id": 1,
+                "envelope": {
+                    "message_id": str(uuid.uuid4()),
+                    "to_agent": mesh_page.id("main"),
+                    "message_type": "notification",
+                    "payload": {"marker": marker},
+                },
+            }
+        ),
+    }
+    forged_deliver = {
+        "a2a": MARK,
+        "kind": "local-deliver",
+        "frame": json.dumps(
+            {
+                "type": "deliver",
+                "envelope": {
+                    "to_agent": mesh_page.id("frame_a"),
+                    "from_agent": mesh_page.id("main"),
+                    "message_type": "notification",
+                    "payload": {"marker": marker},
+                },
+            }
+        ),
+    }
     top_before = page.evaluate("({...window.mesh.drops})")
     frame_before = frame_a.evaluate("({...window.a2a.drops})")
 
@@ -225,10 +302,13 @@ def test_messages_from_another_origin_or_an_unknown_window_are_dropped_and_count
     page.evaluate(add_frame, ["stranger", f"{mesh.base_url}/healthz"])
     try:
         # Another origin: to the hosting page, and to an iframe agent.
-        page.frame(name="intruder").evaluate("""([send, deliver]) => {
+        page.frame(name="intruder").evaluate(
+            """([send, deliver]) => {
             parent.postMessage(send, "*");
             parent.frames[0].postMessage(deliver, "*");
-        }""", [forged_send, forged_deliver])
+        }""",
+            [forged_send, forged_deliver],
+        )
         page.wait_for_function("(n) => window.mesh.drops.foreign_origin > n", arg=top_before["foreign_origin"])
         frame_a.wait_for_function("(n) => window.a2a.drops.foreign_origin > n", arg=frame_before["foreign_origin"])
         # Same origin, but a window the page does not host.
@@ -238,11 +318,16 @@ def test_messages_from_another_origin_or_an_unknown_window_are_dropped_and_count
         frame_a.evaluate("() => parent.postMessage({a2a: 'webmcp-a2a/1', kind: 'local-send'}, location.origin)")
         page.wait_for_function("(n) => window.mesh.drops.malformed > n", arg=top_before["malformed"])
     finally:
-        page.evaluate("document.querySelectorAll('iframe[name=intruder], iframe[name=stranger]').forEach(f => f.remove())")
+        page.evaluate(
+            "document.querySelectorAll('iframe[name=intruder], iframe[name=stranger]').forEach(f => f.remove())"
+        )
     # Never acted on: nothing with the marker arrived anywhere.
     for key in ("main", "frame_a"):
-        assert [m for m in mesh_page.call(key, "a2a_inbox", {"wait_seconds": 0.5})["messages"]
-                if m["payload"].get("marker") == marker] == []
+        assert [
+            m
+            for m in mesh_page.call(key, "a2a_inbox", {"wait_seconds": 0.5})["messages"]
+            if m["payload"].get("marker") == marker
+        ] == []
     assert "from another origin" in page.text_content("#dropped")
     assert page.evaluate("window.mesh.drops.foreign_origin") == top_before["foreign_origin"] + 1
 
@@ -257,15 +342,25 @@ def test_the_websocket_coming_back_moves_agents_off_the_fallback_and_back(mesh, 
             assert status["switches"] >= 1
         mesh_page.page.wait_for_function("!window.mesh.hub.relayOpen")  # nothing left to relay
         before = mesh_page.stats()
-        sent = mesh.call(alice, "a2a_send_message", {"target_agent_id": mesh_page.id("worker"),
-                                                     "message_type": "notification", "payload": {"via": "websocket"}})
+        sent = mesh.call(
+            alice,
+            "a2a_send_message",
+            {
+                "target_agent_id": mesh_page.id("worker"),
+                "message_type": "notification",
+                "payload": {"via": "websocket"},
+            },
+        )
         assert sent["structuredContent"]["delivered"] is True
         assert mesh_page.stats()["relayed_in"] == before["relayed_in"]
     finally:
         router_gate.close()  # cuts the connections that went through it: back onto the fallback
     mesh_page.wait_for_transport(BLOCKED, "postmessage")
-    sent = mesh.call(alice, "a2a_send_message", {"target_agent_id": mesh_page.id("frame_b"),
-                                                 "message_type": "notification", "payload": {"via": "relay"}})
+    sent = mesh.call(
+        alice,
+        "a2a_send_message",
+        {"target_agent_id": mesh_page.id("frame_b"), "message_type": "notification", "payload": {"via": "relay"}},
+    )
     assert sent["structuredContent"]["delivered"] is True
     assert mesh_page.call("frame_b", "a2a_status", {})["switches"] >= 2
 
@@ -277,11 +372,17 @@ def test_a_relayed_iframe_agent_that_reloads_comes_back_on_the_fallback(mesh, me
     frame_b.wait_for_function("document.documentElement.dataset.a2a === 'ready'", timeout=READY_TIMEOUT_MS)
     mesh_page.wait_for_transport(["frame_b"], "postmessage")
     assert mesh_page.call("frame_b", "a2a_status", {})["switches"] == 0  # a new runtime
-    sent = mesh.call(alice, "a2a_send_message", {"target_agent_id": mesh_page.id("frame_b"),
-                                                 "message_type": "notification", "payload": {"after": "reload"}})
+    sent = mesh.call(
+        alice,
+        "a2a_send_message",
+        {"target_agent_id": mesh_page.id("frame_b"), "message_type": "notification", "payload": {"after": "reload"}},
+    )
     assert sent["structuredContent"]["delivered"] is True
-    local = mesh_page.call("main", "a2a_send_message", {"target_agent_id": mesh_page.id("frame_b"),
-                                                        "message_type": "notification", "payload": {"local": 1}})
+    local = mesh_page.call(
+        "main",
+        "a2a_send_message",
+        {"target_agent_id": mesh_page.id("frame_b"), "message_type": "notification", "payload": {"local": 1}},
+    )
     assert local["delivered"] is True
 
 

@@ -23,9 +23,10 @@ PER_SENDER = 250
 
 
 def start_router(port: int, store: str) -> subprocess.Popen:
-    process = subprocess.Popen([sys.executable, str(ROOT / "serve.py"), "--port", str(port), "--store", store,
-                                "--log-level", "warning"], cwd=ROOT)
-    return process
+    return subprocess.Popen(
+        [sys.executable, str(ROOT / "serve.py"), "--port", str(port), "--store", store, "--log-level", "warning"],
+        cwd=ROOT,
+    )
 
 
 async def router_up(port: int) -> None:
@@ -44,18 +45,28 @@ async def test_sigkill_in_mid_stream_loses_nothing_and_applies_nothing_twice(tmp
     router = start_router(port, store)
     try:
         await router_up(port)
-        recipient = await connect(url, Hello(agent_id="sink", agent_type="analyzer"), inbox_limit=10_000,
-                                  request_timeout=60)
+        recipient = await connect(
+            url, Hello(agent_id="sink", agent_type="analyzer"), inbox_limit=10_000, request_timeout=60
+        )
         applied: list[str] = []
         recipient.on_message(lambda message: applied.append(message.payload["key"]))
-        senders = [await connect(url, Hello(agent_id=f"source-{n}", agent_type="executor"), request_timeout=60)
-                   for n in range(SENDERS)]
+        senders = [
+            await connect(url, Hello(agent_id=f"source-{n}", agent_type="executor"), request_timeout=60)
+            for n in range(SENDERS)
+        ]
 
         async def stream(sender, n: int):
             sends = []
             for i in range(PER_SENDER):
-                sends.append(asyncio.create_task(sender.send_message(SendMessageArgs(
-                    target_agent_id="sink", message_type="data_share", payload={"key": f"{n}-{i}"}))))
+                sends.append(
+                    asyncio.create_task(
+                        sender.send_message(
+                            SendMessageArgs(
+                                target_agent_id="sink", message_type="data_share", payload={"key": f"{n}-{i}"}
+                            )
+                        )
+                    )
+                )
                 await asyncio.sleep(0.002)
             return await asyncio.gather(*sends)
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Callable
 
 from webmcp_a2a.router.connection import Connection
 
@@ -39,8 +40,14 @@ async def drain(connection: Connection, sink: GatedSink, count: int) -> list[str
 async def test_higher_priority_is_written_first_and_fifo_within_a_priority():
     sink = GatedSink()
     connection = Connection(sink.send, sink.close, queue_limit=100)
-    for text, priority in [("low-1", 1), ("normal-1", 5), ("low-2", 1), ("critical-1", 10), ("normal-2", 5),
-                           ("high-1", 8)]:
+    for text, priority in [
+        ("low-1", 1),
+        ("normal-1", 5),
+        ("low-2", 1),
+        ("critical-1", 10),
+        ("normal-2", 5),
+        ("high-1", 8),
+    ]:
         assert connection.offer(text, priority)
     assert await drain(connection, sink, 6) == ["critical-1", "high-1", "normal-1", "normal-2", "low-1", "low-2"]
 
@@ -56,7 +63,8 @@ async def test_replies_outrank_every_delivery():
 async def test_full_queue_refuses_a_newcomer_that_outranks_nothing():
     sink = GatedSink()
     connection = Connection(sink.send, sink.close, queue_limit=2)
-    assert connection.offer("a", 5) and connection.offer("b", 5)
+    assert connection.offer("a", 5)
+    assert connection.offer("b", 5)
     assert connection.offer("c", 5) is False
     assert connection.offer("d", 1) is False
     assert len(connection) == 2
@@ -65,9 +73,13 @@ async def test_full_queue_refuses_a_newcomer_that_outranks_nothing():
 async def test_full_queue_evicts_the_newest_of_the_lowest_priority_for_a_higher_one():
     sink = GatedSink()
     connection = Connection(sink.send, sink.close, queue_limit=3)
-    dropped = []
+    dropped: list[tuple[str, str]] = []
+
+    def record(text: str) -> Callable[[str], None]:
+        return lambda reason: dropped.append((text, reason))
+
     for text in ("low-old", "low-new"):
-        connection.offer(text, 1, on_drop=lambda reason, text=text: dropped.append((text, reason)))
+        connection.offer(text, 1, on_drop=record(text))
     connection.offer("normal", 5)
     assert connection.offer("critical", 10)
     assert dropped == [("low-new", "evicted")]
@@ -78,7 +90,8 @@ async def test_replies_do_not_count_against_the_delivery_limit():
     sink = GatedSink()
     connection = Connection(sink.send, sink.close, queue_limit=1, reply_limit=2)
     assert connection.offer("delivery", 5)
-    assert connection.offer("reply-1") and connection.offer("reply-2")
+    assert connection.offer("reply-1")
+    assert connection.offer("reply-2")
     assert connection.offer("reply-3") is False  # a client that does not read its replies
     assert len(connection) == 1
 
@@ -86,7 +99,7 @@ async def test_replies_do_not_count_against_the_delivery_limit():
 async def test_expired_frame_is_dropped_not_written_and_its_sender_told():
     sink = GatedSink()
     connection = Connection(sink.send, sink.close, queue_limit=10)
-    dropped = []
+    dropped: list[str] = []
     connection.offer("first", 5)
     connection.offer("stale", 5, expires_at=time.time() + 0.05, on_drop=dropped.append)
     connection.offer("fresh", 5, expires_at=time.time() + 60)

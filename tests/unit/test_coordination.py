@@ -31,7 +31,7 @@ async def test_lock_contention_among_five_is_fair_and_survives_a_holder_leaving(
         await asyncio.sleep(0.05)  # a known arrival order
     granted_order = []
     contenders[0].close()  # the holder disconnects while holding
-    for agent, task in zip(contenders[1:], waiting):
+    for agent, task in zip(contenders[1:], waiting, strict=False):
         result = await asyncio.wait_for(task, 5)
         assert (result.status, result.holder) == ("acquired", agent.agent_id)
         granted_order.append(agent.agent_id)
@@ -81,7 +81,9 @@ async def test_barrier_of_four_releases_all_at_once(agents):
     name = unique("barrier")
     party = [await agents() for _ in range(4)]
     expected = [agent.agent_id for agent in party]
-    arrivals = [asyncio.create_task(agent.barrier(BarrierArgs(name=name, expected_agents=expected))) for agent in party[:3]]
+    arrivals = [
+        asyncio.create_task(agent.barrier(BarrierArgs(name=name, expected_agents=expected))) for agent in party[:3]
+    ]
     await asyncio.sleep(0.2)
     assert not any(task.done() for task in arrivals)
     last = await party[3].barrier(BarrierArgs(name=name, expected_agents=expected))
@@ -93,10 +95,10 @@ async def test_barrier_names_who_never_came(agents):
     name = unique("barrier")
     party = [await agents() for _ in range(3)]
     expected = [agent.agent_id for agent in party] + ["no-show-agent"]
-    arrivals = [agent.barrier(BarrierArgs(name=name, expected_agents=expected, timeout_seconds=0.3))
-                for agent in party]
+    arrivals = [agent.barrier(BarrierArgs(name=name, expected_agents=expected, timeout_seconds=0.3)) for agent in party]
     outcomes = await asyncio.gather(*arrivals, return_exceptions=True)
     assert all(isinstance(o, RouterError) and o.info.code == "barrier_timeout" for o in outcomes)
+    assert isinstance(outcomes[0], RouterError)
     assert "never came: no-show-agent" in outcomes[0].info.message
 
 
@@ -122,13 +124,14 @@ async def test_barrier_definitions_must_agree(agents):
 async def test_request_gets_the_response_with_the_same_correlation_id(agents):
     requester, worker = await agents(), await agents()
 
-    def answer(message):
+    async def answer(message):
         if message.message_type == "task_request":
-            asyncio.ensure_future(worker.respond(message, {"sum": sum(message.payload["numbers"])}))
+            await worker.respond(message, {"sum": sum(message.payload["numbers"])})
 
     worker.on_message(answer)
-    outcome = await requester.request(RequestArgs(target_agent_id=worker.agent_id, payload={"numbers": [1, 2, 3]},
-                                                  timeout_seconds=5))
+    outcome = await requester.request(
+        RequestArgs(target_agent_id=worker.agent_id, payload={"numbers": [1, 2, 3]}, timeout_seconds=5)
+    )
     assert (outcome.status, outcome.response, outcome.responder) == ("completed", {"sum": 6}, worker.agent_id)
 
 

@@ -21,8 +21,9 @@ BACKLOG = 200  # 10 MB: more than the loopback socket buffers hold, so frames ba
 
 
 def note(target: str, priority: int = 5, ttl: float | None = None, **payload) -> SendMessageArgs:
-    return SendMessageArgs(target_agent_id=target, message_type="notification", payload=payload,
-                           priority=priority, ttl_seconds=ttl)
+    return SendMessageArgs(
+        target_agent_id=target, message_type="notification", payload=payload, priority=priority, ttl_seconds=ttl
+    )
 
 
 async def take_all(agent, wait: float = 2.0, expect: int | None = None):
@@ -61,7 +62,7 @@ class SlowReader:
         while count is None or len(self.received) < count:
             try:
                 frame = json.loads(await asyncio.wait_for(self.websocket.recv(), None if count else quiet))
-            except asyncio.TimeoutError:
+            except TimeoutError:
                 break
             if frame["type"] == "deliver":
                 self.received.append(frame["envelope"]["payload"])
@@ -93,8 +94,10 @@ async def test_messages_from_one_sender_arrive_in_order(agents):
 
 async def backlog(router, sender, target: str, priority: int = 1) -> list[asyncio.Task]:
     """Send BACKLOG big messages to a recipient that is not reading; return once the router has them all."""
-    tasks = [asyncio.create_task(sender.send_message(note(target, priority, tag="backlog", blob=BIG)))
-             for _ in range(BACKLOG)]
+    tasks = [
+        asyncio.create_task(sender.send_message(note(target, priority, tag="backlog", blob=BIG)))
+        for _ in range(BACKLOG)
+    ]
 
     def all_at_the_router() -> bool:
         in_flight = sum(1 for pending in router._pending.values() if pending.recipients == [target])
@@ -138,7 +141,8 @@ async def test_full_queue_refuses_equal_priority_and_evicts_for_higher(slow_read
         bob = await slow_reader(server.ws_url)
         sends = await backlog(server.router, alice, bob.agent_id, priority=1)
         refused = [task.result() for task in sends if task.done()]
-        assert refused and all(r.reason == "queue_full" and r.target_status == "busy" for r in refused)
+        assert refused
+        assert all(r.reason == "queue_full" and r.target_status == "busy" for r in refused)
         bob_queue = server.router.registry.online(bob.agent_id).connection
         while len(bob_queue) < 3:  # the kernel took a little more since: top the queue up again
             sends.append(asyncio.create_task(alice.send_message(note(bob.agent_id, 1, tag="backlog", blob=BIG))))

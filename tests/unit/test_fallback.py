@@ -11,10 +11,12 @@ from __future__ import annotations
 
 import asyncio
 import json
+from collections.abc import Callable
 from urllib.parse import urlparse
 
 import pytest
 import websockets
+from websockets.asyncio.client import ClientConnection
 
 from tests.browser.conftest import RouterGate
 from tests.unit.conftest import unique
@@ -57,7 +59,7 @@ class CPythonWebSocket:
         except websockets.ConnectionClosed as exc:
             code = exc.rcvd.code if exc.rcvd else 1006
             reason = f"closed ({code}{': ' + exc.rcvd.reason if exc.rcvd and exc.rcvd.reason else ''})"
-        except (OSError, asyncio.TimeoutError, websockets.WebSocketException) as exc:
+        except (TimeoutError, OSError, websockets.WebSocketException) as exc:
             reason = f"closed (1006: {exc})"
         except asyncio.CancelledError:
             reason = "closed (1000)"
@@ -76,11 +78,18 @@ class PyHub:
     def __init__(self, router_url: str) -> None:
         self.router_url = router_url
         self.posted: list[dict] = []
-        self._listener = None
+        self._listener: Callable[[str], None] | None = None
         self._agent_id: str | None = None
-        self._socket = None
+        self._socket: ClientConnection | None = None
         self._attached = False
-        self._task: asyncio.Task | None = None
+        self._task: asyncio.Task[None] | None = None
+        self._sends: set[asyncio.Future[None]] = set()
+
+    def _send(self, frame: dict) -> None:
+        assert self._socket is not None
+        sending = asyncio.ensure_future(self._socket.send(json.dumps(frame)))
+        self._sends.add(sending)
+        sending.add_done_callback(self._sends.discard)
 
     # what HostUplink calls
     def post(self, text: str) -> None:
@@ -96,11 +105,10 @@ class PyHub:
             elif self._task is None:
                 self._task = asyncio.ensure_future(self._run())
         elif kind == "frame" and self._attached and self._socket is not None:
-            asyncio.ensure_future(self._socket.send(json.dumps(
-                {"type": "relay", "agent_id": self._agent_id, "frame": message["frame"]})))
+            self._send({"type": "relay", "agent_id": self._agent_id, "frame": message["frame"]})
         elif kind == "detach":
             if self._attached and self._socket is not None:
-                asyncio.ensure_future(self._socket.send(json.dumps({"type": "unrelay", "agent_id": self._agent_id})))
+                self._send({"type": "unrelay", "agent_id": self._agent_id})
             else:
                 self._attached = False
                 self._tell("closed", code=1000, reason="detached")
@@ -110,6 +118,7 @@ class PyHub:
 
     def _tell(self, kind: str, **fields) -> None:
         # postMessage delivers later, never within the sender's call
+        assert self._listener is not None
         asyncio.get_running_loop().call_soon(self._listener, json.dumps({"kind": kind, **fields}))
 
     async def _run(self) -> None:
@@ -144,8 +153,15 @@ async def linked(router_server, gate):
         uplink = HostUplink(hub) if hub else None
         if uplink:
             uplink.post("hello", agent_id=agent.agent_id, where="worker")
-        link = RouterLink(agent, gate.ws_url, open_websocket=CPythonWebSocket, uplink=uplink,
-                          first_delay=0.05, max_delay=0.3, open_timeout=1)
+        link = RouterLink(
+            agent,
+            gate.ws_url,
+            open_websocket=CPythonWebSocket,
+            uplink=uplink,
+            first_delay=0.05,
+            max_delay=0.3,
+            open_timeout=1,
+        )
         link.start()
         made.append((link, hub))
         return agent, link, hub
@@ -170,8 +186,9 @@ def connection_of(router_server, agent_id: str):
 
 
 async def delivered(sender, target_id: str) -> bool:
-    result = await sender.send_message(SendMessageArgs(target_agent_id=target_id, message_type="notification",
-                                                       payload={"n": 1}))
+    result = await sender.send_message(
+        SendMessageArgs(target_agent_id=target_id, message_type="notification", payload={"n": 1})
+    )
     return result.delivered
 
 
@@ -186,7 +203,8 @@ async def test_a_refused_websocket_falls_back_to_the_host_and_comes_back(linked,
 
     gate.open()
     await until(lambda: link.name == "websocket" and agent.state == "connected")
-    assert link.fallback is False and link.switches == 1
+    assert link.fallback is False
+    assert link.switches == 1
     assert not isinstance(connection_of(router_server, agent.agent_id), RelayedConnection)
     # the host was told to let go before the WebSocket said hello: no agent_id_taken on the way
     assert [m["kind"] for m in hub.posted].count("detach") == 1
@@ -202,7 +220,8 @@ async def test_a_refused_websocket_falls_back_to_the_host_and_comes_back(linked,
 async def test_without_a_host_the_agent_keeps_probing_its_websocket(linked, gate):
     agent, link, _ = await linked(with_host=False)
     await asyncio.sleep(0.5)
-    assert agent.state == "disconnected" and link.name is None
+    assert agent.state == "disconnected"
+    assert link.name is None
     gate.open()
     await until(lambda: agent.state == "connected")
     assert link.name == "websocket"
@@ -216,11 +235,12 @@ async def test_an_id_taken_for_good_stops_the_link(linked, agents, gate, router_
     # another runtime is this agent now; a fresh link with the same id is refused three times, then stops
     await agents(agent_id=agent.agent_id)
     twin = Agent(Hello(agent_id=agent.agent_id, agent_type="executor"))
-    twin_link = RouterLink(twin, router_server.ws_url, open_websocket=CPythonWebSocket, first_delay=0.02,
-                           max_delay=0.05)
+    twin_link = RouterLink(
+        twin, router_server.ws_url, open_websocket=CPythonWebSocket, first_delay=0.02, max_delay=0.05
+    )
     twin_link.start()
     await until(lambda: twin_link.refused is not None)
-    assert twin_link.refused.startswith("closed (4009")
+    assert (twin_link.refused or "").startswith("closed (4009")
     assert twin.state == "disconnected"
 
 
@@ -229,7 +249,7 @@ class FakeHub:
 
     def __init__(self) -> None:
         self.posted: list[dict] = []
-        self.listener = None
+        self.listener: Callable[[str], None] | None = None
 
     def post(self, text: str) -> None:
         self.posted.append(json.loads(text))
@@ -238,6 +258,7 @@ class FakeHub:
         self.listener = callback
 
     def say(self, kind: str, **fields) -> None:
+        assert self.listener is not None, "the agent has not listened yet"
         self.listener(json.dumps({"kind": kind, **fields}))
 
 
@@ -250,18 +271,45 @@ async def test_messages_to_agents_of_the_same_page_go_through_the_hub(router_ser
         await until(lambda: agent.state == "connected")
         hub.say("peers", ids=["neighbour", agent.agent_id])
         assert link.peers == {"neighbour"}
-        sending = asyncio.ensure_future(agent.send_message(SendMessageArgs(
-            target_agent_id="neighbour", message_type="notification", payload={"local": True})))
+        sending = asyncio.ensure_future(
+            agent.send_message(
+                SendMessageArgs(target_agent_id="neighbour", message_type="notification", payload={"local": True})
+            )
+        )
         await until(lambda: any(m["kind"] == "local-send" for m in hub.posted))
         request = json.loads(next(m for m in hub.posted if m["kind"] == "local-send")["frame"])
         assert request["envelope"]["to_agent"] == "neighbour"
-        hub.say("local-result", frame=json.dumps({"type": "result", "ref": request["id"], "data": {
-            "delivered": True, "target_status": "online", "message_id": request["envelope"]["message_id"]}}))
+        hub.say(
+            "local-result",
+            frame=json.dumps(
+                {
+                    "type": "result",
+                    "ref": request["id"],
+                    "data": {
+                        "delivered": True,
+                        "target_status": "online",
+                        "message_id": request["envelope"]["message_id"],
+                    },
+                }
+            ),
+        )
         assert (await sending).delivered is True
         # and a message delivered by the hub is acknowledged to the hub, not to the router
-        hub.say("local-deliver", frame=json.dumps({"type": "deliver", "envelope": {
-            "message_id": "m-local-1", "to_agent": agent.agent_id, "from_agent": "neighbour",
-            "message_type": "notification", "payload": {"hi": 1}}}))
+        hub.say(
+            "local-deliver",
+            frame=json.dumps(
+                {
+                    "type": "deliver",
+                    "envelope": {
+                        "message_id": "m-local-1",
+                        "to_agent": agent.agent_id,
+                        "from_agent": "neighbour",
+                        "message_type": "notification",
+                        "payload": {"hi": 1},
+                    },
+                }
+            ),
+        )
         (message,) = (await agent.inbox(InboxArgs(wait_seconds=1))).messages
         assert (message.from_agent, message.payload) == ("neighbour", {"hi": 1})
         await until(lambda: any(m["kind"] == "local-ack" for m in hub.posted))

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-
 from tests.conftest import eventually
 from tests.unit.conftest import unique
 from webmcp_a2a.protocol import DiscoverArgs, InboxArgs, Region, SendMessageArgs, SubscriptionFilter
@@ -31,8 +30,9 @@ async def test_offline_agents_are_listed_with_last_seen_when_asked(agents, leave
     await leave(leaver)
     online_only = await watcher.discover(DiscoverArgs(agent_type=kind))
     assert [a.agent_id for a in online_only.agents] == [watcher.agent_id]
-    everyone = {a.agent_id: a for a in (await watcher.discover(DiscoverArgs(agent_type=kind,
-                                                                           include_offline=True))).agents}
+    everyone = {
+        a.agent_id: a for a in (await watcher.discover(DiscoverArgs(agent_type=kind, include_offline=True))).agents
+    }
     assert everyone[leaver.agent_id].status == "offline"
     assert everyone[leaver.agent_id].last_seen <= everyone[watcher.agent_id].last_seen
 
@@ -44,8 +44,9 @@ async def test_busy_agent_is_reported_busy_and_still_receives(agents, router_ser
     await eventually(lambda: router_server.router.registry.get(worker.agent_id).status == "busy")
     (info,) = (await sender.discover(DiscoverArgs(agent_type=kind))).agents
     assert info.status == "busy"
-    result = await sender.send_message(SendMessageArgs(target_agent_id=worker.agent_id, message_type="notification",
-                                                       payload={}))
+    result = await sender.send_message(
+        SendMessageArgs(target_agent_id=worker.agent_id, message_type="notification", payload={})
+    )
     assert (result.delivered, result.target_status) == (True, "busy")
 
 
@@ -67,8 +68,11 @@ async def test_custom_topic_reaches_its_subscribers_only(agents):
     result = await publisher.publish(topic, {"level": "red"})
     assert (result.recipients, result.delivered_count) == ([subscriber.agent_id], 1)
     (event,) = await events(subscriber)
-    assert (event.to_agent, event.subscription_id, event.payload) == (f"topic:{topic}", subscription.subscription_id,
-                                                                      {"level": "red"})
+    assert (event.to_agent, event.subscription_id, event.payload) == (
+        f"topic:{topic}",
+        subscription.subscription_id,
+        {"level": "red"},
+    )
     assert await events(bystander, wait=0.2) == []
 
 

@@ -15,8 +15,12 @@ from webmcp_a2a.protocol import (
 
 
 def test_envelope_round_trips_through_json():
-    envelope = Envelope(to_agent="bob", message_type="task_request", payload={"task": "scan"},
-                        metadata={"correlation_id": "c-1", "region": {"x": 0, "y": 0, "width": 2, "height": 2}})
+    envelope = Envelope(
+        to_agent="bob",
+        message_type="task_request",
+        payload={"task": "scan"},
+        metadata={"correlation_id": "c-1", "region": {"x": 0, "y": 0, "width": 2, "height": 2}},
+    )
     again = Envelope.model_validate_json(envelope.model_dump_json())
     assert again == envelope
     assert again.metadata.region == Region(x=0, y=0, width=2, height=2)
@@ -29,7 +33,7 @@ def test_envelope_gets_a_fresh_message_id_and_normal_priority():
 
 
 @pytest.mark.parametrize(
-    "fields, bad_field",
+    ("fields", "bad_field"),
     [
         ({"priority": 11}, "priority"),
         ({"message_type": "gossip"}, "message_type"),
@@ -46,8 +50,11 @@ def test_bad_envelope_is_rejected_naming_the_field(fields, bad_field):
 
 
 def test_client_frames_are_told_apart_by_type():
-    frame = CLIENT_FRAME.validate_json('{"type": "send", "id": 7, "envelope": {"to_agent": "b", "message_type": "data_share"}}')
-    assert isinstance(frame, SendRequest) and frame.id == 7
+    frame = CLIENT_FRAME.validate_json(
+        '{"type": "send", "id": 7, "envelope": {"to_agent": "b", "message_type": "data_share"}}'
+    )
+    assert isinstance(frame, SendRequest)
+    assert frame.id == 7
 
 
 def test_tool_arguments_name_the_bad_field():
@@ -71,7 +78,7 @@ def test_tool_schema_is_generated_from_the_model():
 
 
 @pytest.mark.parametrize(
-    "other, overlapping",
+    ("other", "overlapping"),
     [
         (Region(x=5, y=5, width=10, height=10), True),
         (Region(x=10, y=0, width=1, height=1), True),  # touching edges count

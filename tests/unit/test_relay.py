@@ -65,7 +65,8 @@ async def test_hosted_agent_registers_through_the_relay(raw, router_server):
     relay_host = await host(raw)
     hosted = unique("hosted")
     welcome = await relay_host.hello(hosted)
-    assert welcome["type"] == "welcome" and welcome["agent_id"] == hosted
+    assert welcome["type"] == "welcome"
+    assert welcome["agent_id"] == hosted
     assert router_server.router.registry.online(hosted) is not None
 
 
@@ -86,8 +87,9 @@ async def test_a_hosted_agent_sends_and_the_router_stamps_it_as_the_sender(raw, 
     relay_host, bob = await host(raw), await agents()
     hosted = unique("hosted")
     await relay_host.hello(hosted)
-    request = SendRequest(id=7, envelope=Envelope(to_agent=bob.agent_id, message_type="notification",
-                                                  payload={"via": "relay"}))
+    request = SendRequest(
+        id=7, envelope=Envelope(to_agent=bob.agent_id, message_type="notification", payload={"via": "relay"})
+    )
     await relay_host.relay(hosted, request.model_dump_json())
     (message,) = (await bob.inbox(InboxArgs(wait_seconds=3))).messages
     assert message.from_agent == hosted
@@ -100,20 +102,23 @@ async def test_broadcasts_cross_the_relay_both_ways(raw, agents):
     relay_host, bob = await host(raw), await agents("analyzer")
     hosted = unique("hosted")
     await relay_host.hello(hosted, "analyzer")
-    broadcasting = asyncio.ensure_future(bob.broadcast(BroadcastArgs(agent_type="analyzer", message_type="notification",
-                                                                     payload={"to": "analyzers"})))
+    broadcasting = asyncio.ensure_future(
+        bob.broadcast(BroadcastArgs(agent_type="analyzer", message_type="notification", payload={"to": "analyzers"}))
+    )
     deliver = await relay_host.next_for(hosted)
     await relay_host.relay(hosted, Ack(message_id=deliver["envelope"]["message_id"]).model_dump_json())
     fanout = await broadcasting
-    assert hosted in fanout.recipients and fanout.delivered_count == len(fanout.recipients)
+    assert hosted in fanout.recipients
+    assert fanout.delivered_count == len(fanout.recipients)
 
 
 async def test_a_spoofed_sender_is_rejected_through_the_relay(raw, agents):
     relay_host, bob = await host(raw), await agents()
     hosted = unique("hosted")
     await relay_host.hello(hosted)
-    request = SendRequest(id=3, envelope=Envelope(to_agent=bob.agent_id, from_agent=bob.agent_id,
-                                                  message_type="notification"))
+    request = SendRequest(
+        id=3, envelope=Envelope(to_agent=bob.agent_id, from_agent=bob.agent_id, message_type="notification")
+    )
     await relay_host.relay(hosted, request.model_dump_json())
     error = await relay_host.next_for(hosted)
     assert (error["type"], error["ref"], error["error"]["code"]) == ("error", 3, "spoofed_sender")
@@ -185,8 +190,9 @@ async def test_the_frame_limits_apply_to_relayed_frames():
             relay_host = Host(websocket)
             hosted = unique("hosted")
             await relay_host.hello(hosted)
-            big = SendRequest(id=5, envelope=Envelope(to_agent="nobody", message_type="notification",
-                                                      payload={"blob": "x" * 1100}))
+            big = SendRequest(
+                id=5, envelope=Envelope(to_agent="nobody", message_type="notification", payload={"blob": "x" * 1100})
+            )
             await relay_host.relay(hosted, big.model_dump_json())
             assert (await relay_host.next())["error"]["code"] == "frame_too_large"
             # an inner frame that is not a frame at all is the hosted agent's error, not the host's

@@ -37,7 +37,13 @@ function placement(params) {
   const embedded = params.get("embedded") === "1" && window.parent !== window;
   const mode = embedded ? "main" : ["worker", "main"].includes(params.get("mode")) ? params.get("mode") : DEFAULT_MODE;
   const seconds = (name) => (Number(params.get(name)) > 0 ? { [name]: Number(params.get(name)) } : {});
-  return { mode, embedded, where: embedded ? "iframe" : mode, ...seconds("probe_max_delay"), ...seconds("open_timeout") };
+  return {
+    mode,
+    embedded,
+    where: embedded ? "iframe" : mode,
+    ...seconds("probe_max_delay"),
+    ...seconds("open_timeout"),
+  };
 }
 
 // A generated id survives a reload of the same tab, so a reload is the same agent coming back.

@@ -153,7 +153,7 @@ export class Channel {
 
   /** Call `handler(message)` for every well-formed message of `kind` (or of any kind: "*"). */
   on(kind, handler) {
-    const set = kind === "*" ? this.#any : this.#handlers.get(kind) ?? this.#handlers.set(kind, new Set()).get(kind);
+    const set = kind === "*" ? this.#any : (this.#handlers.get(kind) ?? this.#handlers.set(kind, new Set()).get(kind));
     set.add(handler);
     return () => set.delete(handler);
   }

@@ -139,7 +139,10 @@ export class Hub {
   // --- relay --------------------------------------------------------------------------------
 
   #attach(record) {
-    if (!record.agentId) return void (this.stats.rejected += 1);
+    if (!record.agentId) {
+      this.stats.rejected += 1;
+      return;
+    }
     record.attached = true;
     record.detaching = false;
     if (this.#socketOpen) record.channel.send("open");
@@ -183,7 +186,10 @@ export class Hub {
       for (const record of this.#records.values()) {
         if (!record.attached) continue;
         record.attached = false;
-        record.channel.send("closed", { code: event.code, reason: event.reason || "the page's relay connection closed" });
+        record.channel.send("closed", {
+          code: event.code,
+          reason: event.reason || "the page's relay connection closed",
+        });
       }
       this.#changed();
     });
@@ -204,7 +210,7 @@ export class Hub {
     } else if (frame?.type === "relay_closed") {
       // The answer to an unrelay of ours is news only to a runtime that asked to detach: after a
       // runtime restarted, the new one may already be attached again and must not hear it.
-      const unrelays = frame.code === 1000 ? this.#unrelaying.get(frame.agent_id) ?? 0 : 0;
+      const unrelays = frame.code === 1000 ? (this.#unrelaying.get(frame.agent_id) ?? 0) : 0;
       if (unrelays > 1) this.#unrelaying.set(frame.agent_id, unrelays - 1);
       else if (unrelays === 1) this.#unrelaying.delete(frame.agent_id);
       if (record?.attached && (unrelays === 0 || record.detaching)) {
@@ -240,8 +246,14 @@ export class Hub {
       request = null;
     }
     const envelope = request?.envelope;
-    if (!record.agentId || request?.type !== "send" || !Number.isInteger(request.id) || typeof envelope !== "object"
-        || envelope === null || typeof envelope.message_id !== "string") {
+    if (
+      !record.agentId ||
+      request?.type !== "send" ||
+      !Number.isInteger(request.id) ||
+      typeof envelope !== "object" ||
+      envelope === null ||
+      typeof envelope.message_id !== "string"
+    ) {
       this.stats.rejected += 1;
       return;
     }
@@ -249,8 +261,13 @@ export class Hub {
     if (envelope.from_agent != null && envelope.from_agent !== record.agentId) {
       this.stats.rejected += 1;
       return reply({
-        type: "error", ref: request.id,
-        error: { code: "spoofed_sender", message: `from_agent ${JSON.stringify(envelope.from_agent)} is not this channel's agent ${JSON.stringify(record.agentId)}`, field: "envelope.from_agent" },
+        type: "error",
+        ref: request.id,
+        error: {
+          code: "spoofed_sender",
+          message: `from_agent ${JSON.stringify(envelope.from_agent)} is not this channel's agent ${JSON.stringify(record.agentId)}`,
+          field: "envelope.from_agent",
+        },
       });
     }
     const target = this.#agents.get(envelope.to_agent);
@@ -260,7 +277,11 @@ export class Hub {
     }
     const messageId = envelope.message_id;
     if (envelope.expires_at != null && Date.now() / 1000 >= envelope.expires_at) {
-      return reply({ type: "result", ref: request.id, data: { delivered: false, target_status: "online", message_id: messageId, reason: "expired" } });
+      return reply({
+        type: "result",
+        ref: request.id,
+        data: { delivered: false, target_status: "online", message_id: messageId, reason: "expired" },
+      });
     }
     // The sender is whoever owns the channel, whatever the frame claims (as the router does).
     envelope.from_agent = record.agentId;
@@ -270,9 +291,14 @@ export class Hub {
       sender: record,
       ref: request.id,
       target: target.agentId,
-      timer: setTimeout(() => this.#settle(messageId, false, `no acknowledgement within ${this.ackTimeoutMs / 1000}s`), this.ackTimeoutMs),
+      timer: setTimeout(
+        () => this.#settle(messageId, false, `no acknowledgement within ${this.ackTimeoutMs / 1000}s`),
+        this.ackTimeoutMs,
+      ),
     });
-    target.channel.send("local-deliver", { frame: JSON.stringify({ type: "deliver", envelope, subscription_id: null }) });
+    target.channel.send("local-deliver", {
+      frame: JSON.stringify({ type: "deliver", envelope, subscription_id: null }),
+    });
   }
 
   #localAck(record, { message_id: messageId, accepted, reason }) {

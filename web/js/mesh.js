@@ -20,7 +20,8 @@ const $ = (id) => document.getElementById(id);
 const params = new URLSearchParams(location.search);
 const prefix = params.get("prefix") || `mesh-${crypto.randomUUID().slice(0, 6)}`;
 const tuning = {};
-for (const name of ["probe_max_delay", "open_timeout"]) if (Number(params.get(name)) > 0) tuning[name] = Number(params.get(name));
+for (const name of ["probe_max_delay", "open_timeout"])
+  if (Number(params.get(name)) > 0) tuning[name] = Number(params.get(name));
 
 const AGENTS = {
   main: { agent_id: `${prefix}-main`, agent_type: "executor", router: params.get("main_router") },
@@ -32,24 +33,36 @@ const AGENTS = {
 const hub = new Hub({ routerUrl: defaultRouterUrl() });
 
 function config({ agent_id, agent_type, router }, where) {
-  return { agent_id, agent_type, capabilities: [], region: null, router_url: router || defaultRouterUrl(),
-           mode: where === "worker" ? "worker" : "main", where, embedded: false, ...tuning };
+  return {
+    agent_id,
+    agent_type,
+    capabilities: [],
+    region: null,
+    router_url: router || defaultRouterUrl(),
+    mode: where === "worker" ? "worker" : "main",
+    where,
+    embedded: false,
+    ...tuning,
+  };
 }
 
 function render() {
   const rows = hub.table().sort((a, b) => a.agent_id.localeCompare(b.agent_id));
-  $("agent-rows").replaceChildren(...rows.map((row) => {
-    const tr = document.createElement("tr");
-    tr.dataset.agentId = row.agent_id;
-    const cells = [row.agent_id, row.where, row.transport ?? "none", row.state, row.relayed ? "yes" : "no"];
-    tr.append(...cells.map((text) => Object.assign(document.createElement("td"), { textContent: text })));
-    tr.children[2].dataset.transport = row.transport ?? "none";
-    return tr;
-  }));
+  $("agent-rows").replaceChildren(
+    ...rows.map((row) => {
+      const tr = document.createElement("tr");
+      tr.dataset.agentId = row.agent_id;
+      const cells = [row.agent_id, row.where, row.transport ?? "none", row.state, row.relayed ? "yes" : "no"];
+      tr.append(...cells.map((text) => Object.assign(document.createElement("td"), { textContent: text })));
+      tr.children[2].dataset.transport = row.transport ?? "none";
+      return tr;
+    }),
+  );
   $("relay-state").textContent = hub.relayOpen ? "open" : "closed";
   $("relay-counts").textContent = `${hub.stats.relayed_out} / ${hub.stats.relayed_in}`;
   $("local-count").textContent = String(hub.stats.local_delivered);
-  $("dropped").textContent = `${drops.total} (${drops.foreign_origin} from another origin, ${drops.unknown_source} from unknown windows, ${drops.malformed} malformed)`;
+  $("dropped").textContent =
+    `${drops.total} (${drops.foreign_origin} from another origin, ${drops.unknown_source} from unknown windows, ${drops.malformed} malformed)`;
 }
 hub.onChange(render);
 drops.listeners.add(render);
@@ -57,7 +70,11 @@ drops.listeners.add(render);
 /** Resolves once the hub has heard that `agentId` is connected. */
 function hubConnected(agentId) {
   return new Promise((resolve) => {
-    const check = () => hub.table().some((row) => row.agent_id === agentId && row.state === "connected") && (stop(), resolve());
+    const check = () => {
+      if (!hub.table().some((row) => row.agent_id === agentId && row.state === "connected")) return;
+      stop();
+      resolve();
+    };
     const stop = hub.onChange(check);
     check();
   });
@@ -65,8 +82,13 @@ function hubConnected(agentId) {
 
 function addFrame(key, id) {
   const agent = AGENTS[key];
-  const query = new URLSearchParams({ embedded: "1", agent_id: agent.agent_id, agent_type: agent.agent_type,
-                                      router: agent.router || defaultRouterUrl(), ...tuning });
+  const query = new URLSearchParams({
+    embedded: "1",
+    agent_id: agent.agent_id,
+    agent_type: agent.agent_type,
+    router: agent.router || defaultRouterUrl(),
+    ...tuning,
+  });
   const iframe = Object.assign(document.createElement("iframe"), { id, name: id, title: `agent ${agent.agent_id}` });
   iframe.src = `/?${query}`;
   $("frames").append(iframe);

@@ -14,11 +14,19 @@ const $ = (id) => document.getElementById(id);
 const config = pageConfig();
 
 const EXAMPLES = {
-  a2a_send_message: { target_agent_id: "bob", message_type: "notification", payload: { text: `hello from ${config.agent_id}` } },
+  a2a_send_message: {
+    target_agent_id: "bob",
+    message_type: "notification",
+    payload: { text: `hello from ${config.agent_id}` },
+  },
   a2a_broadcast: { agent_type: "all", message_type: "notification", payload: { text: "hello, everyone" } },
   a2a_subscribe: { event_type: "peer_discovered" },
   a2a_inbox: { wait_seconds: 0 },
-  a2a_publish: { event_type: "region_change", payload: { change: "door opened" }, region: { x: 0, y: 0, width: 10, height: 10 } },
+  a2a_publish: {
+    event_type: "region_change",
+    payload: { change: "door opened" },
+    region: { x: 0, y: 0, width: 10, height: 10 },
+  },
   a2a_unsubscribe: { subscription_id: "sub-..." },
   a2a_discover: { agent_type: "monitor" },
   a2a_lock: { name: "printer", action: "acquire", wait_seconds: 5 },
@@ -49,19 +57,28 @@ function log(kind, summary, detail) {
   while ($("log").childElementCount > LOG_LIMIT) $("log").lastElementChild.remove();
 }
 
-const PLACES = { main: "this page's main thread", worker: "a Web Worker of this page", iframe: "this iframe (hosted by its parent page)" };
+const PLACES = {
+  main: "this page's main thread",
+  worker: "a Web Worker of this page",
+  iframe: "this iframe (hosted by its parent page)",
+};
 $("where").textContent = PLACES[config.where];
-const showDrops = () => ($("dropped").textContent = `${drops.total} dropped (${drops.foreign_origin} from another origin)`);
+const showDrops = () =>
+  ($("dropped").textContent = `${drops.total} dropped (${drops.foreign_origin} from another origin)`);
 drops.listeners.add(showDrops);
 showDrops();
 
 window.addEventListener("a2a:state", ({ detail }) => {
   if (detail.agent_id && detail.agent_id !== config.agent_id) return; // another agent of this page
-  $("transport").textContent = detail.transport ? `${detail.transport}${detail.fallback ? " (fallback: relayed by the host page)" : ""}` : "none";
+  $("transport").textContent = detail.transport
+    ? `${detail.transport}${detail.fallback ? " (fallback: relayed by the host page)" : ""}`
+    : "none";
   $("transport").dataset.transport = detail.transport ?? "none";
   $("state").textContent = detail.state;
   $("state").dataset.state = detail.state;
-  $("state-detail").textContent = detail.reason ? `${detail.reason}${detail.retry_in ? `, retry in ${detail.retry_in}s` : ""}` : `via ${detail.transport}`;
+  $("state-detail").textContent = detail.reason
+    ? `${detail.reason}${detail.retry_in ? `, retry in ${detail.retry_in}s` : ""}`
+    : `via ${detail.transport}`;
   log("state", `${detail.state}${detail.reason ? ` (${detail.reason})` : ""}`);
 });
 
@@ -72,17 +89,22 @@ window.addEventListener("a2a:message", ({ detail }) => {
 
 window.addEventListener("a2a:tool", ({ detail }) => {
   const text = detail.result?.content?.[0]?.text?.split("\n")[0] ?? "";
-  log(detail.result?.isError ? "error" : "tool", `${detail.name}: ${text}`, { arguments: detail.arguments, result: detail.result?.structuredContent });
+  log(detail.result?.isError ? "error" : "tool", `${detail.name}: ${text}`, {
+    arguments: detail.arguments,
+    result: detail.result?.structuredContent,
+  });
 });
 
 function showTools(tools) {
-  $("tool-list").replaceChildren(...tools.map(({ name, title }) => {
-    const item = document.createElement("li");
-    item.innerHTML = "<code></code> <span></span>";
-    item.querySelector("code").textContent = name;
-    item.querySelector("span").textContent = title ?? "";
-    return item;
-  }));
+  $("tool-list").replaceChildren(
+    ...tools.map(({ name, title }) => {
+      const item = document.createElement("li");
+      item.innerHTML = "<code></code> <span></span>";
+      item.querySelector("code").textContent = name;
+      item.querySelector("span").textContent = title ?? "";
+      return item;
+    }),
+  );
   $("tool-name").replaceChildren(...tools.map(({ name }) => new Option(name, name)));
   const describe = () => {
     const tool = tools.find(({ name }) => name === $("tool-name").value);
@@ -120,7 +142,8 @@ async function start() {
   await booted.connected;
   const [boot_, ready] = [performance.getEntriesByName("a2a:boot")[0], performance.now()];
   performance.mark("a2a:ready");
-  $("startup").textContent = `ready ${Math.round(ready)} ms after navigation (boot script started at ${Math.round(boot_.startTime)} ms)`;
+  $("startup").textContent =
+    `ready ${Math.round(ready)} ms after navigation (boot script started at ${Math.round(boot_.startTime)} ms)`;
   const { agent, pyodide, native, hub } = booted;
   Object.assign(window.a2a, { agent, pyodide, native, hub }); // before "ready": waiters find them set
   document.documentElement.dataset.a2a = "ready";

@@ -21,8 +21,10 @@ export async function installModelContext({ polyfillURL = POLYFILL_URL } = {}) {
   const context = document.modelContext;
   if (!context) {
     // The polyfill declines to install outside a secure context (http://127.0.0.1 is secure).
-    throw new Error(`The WebMCP polyfill from ${polyfillURL} did not install document.modelContext` +
-      (isSecureContext ? "" : ": the page is not a secure context"));
+    throw new Error(
+      `The WebMCP polyfill from ${polyfillURL} did not install document.modelContext` +
+        (isSecureContext ? "" : ": the page is not a secure context"),
+    );
   }
   // Read from the context, not from whether this function loaded the script, so a polyfill the
   // page loaded itself is not taken for the native API (they disagree on executeTool's input type).

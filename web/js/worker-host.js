@@ -13,7 +13,10 @@ import { Channel } from "./channel.js";
 import { registerTool } from "./webmcp.js";
 
 export function startWorkerAgent(config, { context, hub = null, toolPrefix = "" }) {
-  const worker = new Worker(new URL("./worker.js", import.meta.url), { type: "module", name: `agent ${config.agent_id}` });
+  const worker = new Worker(new URL("./worker.js", import.meta.url), {
+    type: "module",
+    name: `agent ${config.agent_id}`,
+  });
   const channel = Channel.overPort(worker, `worker ${config.agent_id}`);
   hub?.host(channel, "worker");
   const unregisters = [];
@@ -35,23 +38,27 @@ export function startWorkerAgent(config, { context, hub = null, toolPrefix = "" 
   channel.on("tool", async (tool) => {
     const name = toolPrefix + tool.name;
     try {
-      unregisters.push(await registerTool(context, {
-        name,
-        title: tool.title,
-        description: toolPrefix ? `[agent ${config.agent_id}, in a Web Worker] ${tool.description}` : tool.description,
-        inputSchema: JSON.parse(tool.inputSchema),
-        annotations: JSON.parse(tool.annotations),
-        execute: async (input) => {
-          const id = nextCall++;
-          const text = await new Promise((resolve) => {
-            calls.set(id, resolve);
-            channel.send("call", { id, name: tool.name, args: JSON.stringify(input ?? {}) });
-          });
-          const result = JSON.parse(text);
-          emit("tool", { agent_id: config.agent_id, name, arguments: input ?? {}, result });
-          return result;
-        },
-      }));
+      unregisters.push(
+        await registerTool(context, {
+          name,
+          title: tool.title,
+          description: toolPrefix
+            ? `[agent ${config.agent_id}, in a Web Worker] ${tool.description}`
+            : tool.description,
+          inputSchema: JSON.parse(tool.inputSchema),
+          annotations: JSON.parse(tool.annotations),
+          execute: async (input) => {
+            const id = nextCall++;
+            const text = await new Promise((resolve) => {
+              calls.set(id, resolve);
+              channel.send("call", { id, name: tool.name, args: JSON.stringify(input ?? {}) });
+            });
+            const result = JSON.parse(text);
+            emit("tool", { agent_id: config.agent_id, name, arguments: input ?? {}, result });
+            return result;
+          },
+        }),
+      );
       channel.send("tool-registered", { name: tool.name });
     } catch (error) {
       channel.send("tool-registered", { name: tool.name, error: String(error?.message ?? error) });

@@ -37,8 +37,10 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
+from ..client.agent import Agent, Transport, TransportListener
 from ..client.backoff import Backoff
 from .postmessage import HostUplink, PostMessageTransport
 
@@ -51,7 +53,7 @@ MAX_REFUSALS = 3
 _ACK_PREFIX = '{"type":"ack"'
 _SEND_PREFIX = '{"type":"send"'
 
-OpenWebSocket = Callable[[str, Any, Callable[[str], None]], Any]
+OpenWebSocket = Callable[[str, TransportListener, Callable[[str], None]], Transport]
 """``open_websocket(url, agent, on_closed)``: the signature of BrowserWebSocketTransport."""
 
 
@@ -61,12 +63,12 @@ class _Endpoint:
     def __init__(self, link: RouterLink, kind: str) -> None:
         self.link = link
         self.kind = kind
-        self.handle = None  # the transport object, from its creation
-        self.transport = None  # the same, once it is open
+        self.handle: Transport | None = None  # the transport object, from its creation
+        self.transport: Transport | None = None  # the same, once it is open
 
-    def connection_made(self, transport) -> None:
+    def connection_made(self, transport: Transport) -> None:
         self.transport = transport
-        self.link._opened(self)
+        self.link._opened(self, transport)
 
     def data_received(self, text: str) -> None:
         if self.transport is not None and self.link.current is self.transport:
@@ -79,14 +81,23 @@ class _Endpoint:
 class RouterLink:
     """The agent's transport: WebSocket, or the host's relay while the WebSocket cannot be used."""
 
-    def __init__(self, agent, router_url: str, *, open_websocket: OpenWebSocket, uplink: HostUplink | None = None,
-                 first_delay: float = 0.5, max_delay: float = 10.0, open_timeout: float = 5.0,
-                 on_change: Callable[..., None] | None = None) -> None:
+    def __init__(
+        self,
+        agent: Agent,
+        router_url: str,
+        *,
+        open_websocket: OpenWebSocket,
+        uplink: HostUplink | None = None,
+        first_delay: float = 0.5,
+        max_delay: float = 10.0,
+        open_timeout: float = 5.0,
+        on_change: Callable[..., None] | None = None,
+    ) -> None:
         self.agent = agent
         self.router_url = router_url
         self.uplink = uplink
         self.open_timeout = open_timeout
-        self.current = None  # the transport the agent is attached to
+        self.current: Transport | None = None  # the transport the agent is attached to
         self.switches = 0
         self.refused: str | None = None
         self.closed = False
@@ -123,7 +134,7 @@ class RouterLink:
         return self.current is not None and self._relay is not None and self.current is self._relay.transport
 
     def send(self, text: str) -> None:
-        if self.uplink is not None and self._routed_locally(text):
+        if self.uplink is not None and self._routed_locally(self.uplink, text):
             return
         if self.current is not None:
             self.current.send(text)
@@ -142,7 +153,7 @@ class RouterLink:
     def start(self) -> None:
         self._connect_websocket()
 
-    def status(self) -> dict:
+    def status(self) -> dict[str, Any]:
         return {
             "transport": self.name,
             "fallback": self.fallback,
@@ -159,8 +170,9 @@ class RouterLink:
         endpoint = _Endpoint(self, "websocket")
         self._websocket = endpoint
         try:
-            endpoint.handle = self._open_websocket(self.router_url, endpoint,
-                                                    lambda reason: self._websocket_closed(endpoint, reason))
+            endpoint.handle = self._open_websocket(
+                self.router_url, endpoint, lambda reason: self._websocket_closed(endpoint, reason)
+            )
         except Exception as exc:  # e.g. a URL the browser will not even try
             self._websocket_closed(endpoint, f"could not open: {exc}")
             return
@@ -178,26 +190,27 @@ class RouterLink:
             return
         endpoint = _Endpoint(self, "postmessage")
         self._relay = endpoint
-        endpoint.handle = PostMessageTransport(self.uplink, endpoint,
-                                               lambda reason: self._relay_closed(endpoint, reason))
+        endpoint.handle = PostMessageTransport(
+            self.uplink, endpoint, lambda reason: self._relay_closed(endpoint, reason)
+        )
 
-    def _opened(self, endpoint: _Endpoint) -> None:
+    def _opened(self, endpoint: _Endpoint, transport: Transport) -> None:
         if endpoint is self._websocket:
             self._cancel("open_timeout")
             if self.current is None and not self._leaving_relay:
-                self._attach(endpoint.transport)
-                if self._relay is not None:
+                self._attach(transport)
+                if self._relay is not None and self._relay.handle is not None:
                     self._relay.handle.close()  # an attempt still under way is not needed any more
             elif self.fallback:
                 self._leave_relay()
         elif endpoint is self._relay:
             self._relay_backoff.reset()
             if self.current is None and not (self._websocket and self._websocket.transport):
-                self._attach(endpoint.transport)
+                self._attach(transport)
             else:
-                endpoint.transport.close()  # the WebSocket won the race: the relay is not needed
+                transport.close()  # the WebSocket won the race: the relay is not needed
 
-    def _attach(self, transport) -> None:
+    def _attach(self, transport: Transport) -> None:
         self.current = transport
         if self._last_kind is not None and transport.name != self._last_kind:
             self.switches += 1
@@ -214,7 +227,8 @@ class RouterLink:
         """The WebSocket works again: let go of the relay first, attach once the host confirms."""
         self._leaving_relay = True
         self._detach("leaving the postMessage fallback: the WebSocket works again")
-        self._relay.handle.close()
+        if self._relay is not None and self._relay.handle is not None:
+            self._relay.handle.close()
 
     def _websocket_closed(self, endpoint: _Endpoint, reason: str) -> None:
         if endpoint is not self._websocket:
@@ -267,29 +281,29 @@ class RouterLink:
 
     # --- local routes -----------------------------------------------------------------------------
 
-    def _routed_locally(self, text: str) -> bool:
+    def _routed_locally(self, uplink: HostUplink, text: str) -> bool:
         if text.startswith(_ACK_PREFIX):
             ack = json.loads(text)
             if ack["message_id"] in self._local_incoming:
                 self._local_incoming.discard(ack["message_id"])
-                self.uplink.post("local-ack", message_id=ack["message_id"], accepted=ack["accepted"],
-                                 reason=ack.get("reason"))
+                uplink.post(
+                    "local-ack", message_id=ack["message_id"], accepted=ack["accepted"], reason=ack.get("reason")
+                )
                 return True
-        elif self.peers and text.startswith(_SEND_PREFIX):
-            if json.loads(text)["envelope"]["to_agent"] in self.peers:
-                self.local_sent += 1
-                self.uplink.post("local-send", frame=text)
-                return True
+        elif self.peers and text.startswith(_SEND_PREFIX) and json.loads(text)["envelope"]["to_agent"] in self.peers:
+            self.local_sent += 1
+            uplink.post("local-send", frame=text)
+            return True
         return False
 
-    def _local_deliver(self, message: dict) -> None:
+    def _local_deliver(self, message: dict[str, Any]) -> None:
         frame = message["frame"]
         self._local_incoming.add(json.loads(frame)["envelope"]["message_id"])
         self.local_received += 1
         self.agent.data_received(frame)
         self._changed()
 
-    def _local_miss(self, message: dict) -> None:
+    def _local_miss(self, message: dict[str, Any]) -> None:
         # The hub no longer hosts the recipient: the router may know where it went.
         self.local_sent -= 1
         if self.current is not None:
@@ -306,7 +320,7 @@ class RouterLink:
         if timer is not None:
             timer.cancel()
 
-    def _changed(self, **details) -> None:
+    def _changed(self, **details: Any) -> None:
         if self._on_change is not None:
             try:
                 self._on_change(**details)

@@ -24,6 +24,8 @@ from __future__ import annotations
 
 import asyncio
 import json
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Any, Protocol
 
 from pydantic import BaseModel, Field
 from pyodide.ffi import create_proxy
@@ -42,9 +44,31 @@ from ..protocol import (
     StatusArgs,
 )
 from .fallback import RouterLink
-from .postmessage import HostUplink
+from .postmessage import HostUplink, JsUplink
 from .tools import TOOLS, Tool
 from .websocket import BrowserWebSocketTransport
+
+if TYPE_CHECKING:
+    from pyodide.ffi import JsCallable
+
+ToolHandler = Callable[[str], Awaitable[str]]
+"""A tool's ``execute``, as the page calls it: arguments as JSON in, an MCP result as JSON out."""
+
+
+class Bridge(Protocol):
+    """The JavaScript that started the agent (``web/js/boot.js``, ``web/js/worker.js``)."""
+
+    def registerTool(
+        self,
+        name: str,
+        title: str,
+        description: str,
+        schema_json: str,
+        annotations_json: str,
+        handler: JsCallable[[str], Awaitable[str]],
+    ) -> Awaitable[None]: ...
+
+    def emit(self, kind: str, detail_json: str) -> None: ...
 
 
 class PageConfig(BaseModel):
@@ -61,17 +85,30 @@ class PageConfig(BaseModel):
 class PageAgent:
     """The page's agent: its tools, its events, and its link to the router (WebSocket, or the host's relay)."""
 
-    def __init__(self, config: PageConfig, bridge, uplink=None) -> None:
+    def __init__(self, config: PageConfig, bridge: Bridge, uplink: JsUplink | None = None) -> None:
         self.config = config
         self.bridge = bridge
-        self.agent = Agent(Hello(agent_id=config.agent_id, agent_type=config.agent_type,
-                                 capabilities=config.capabilities, region=config.region))
+        self.agent = Agent(
+            Hello(
+                agent_id=config.agent_id,
+                agent_type=config.agent_type,
+                capabilities=config.capabilities,
+                region=config.region,
+            )
+        )
         self.connected = asyncio.Event()
         self.uplink = HostUplink(uplink) if uplink is not None else None
-        self.link = RouterLink(self.agent, config.router_url, open_websocket=BrowserWebSocketTransport,
-                               uplink=self.uplink, max_delay=config.probe_max_delay,
-                               open_timeout=config.open_timeout, on_change=self._link_changed)
-        self._handlers = []  # proxies of the tool handlers, kept alive for the page's lifetime
+        self.link = RouterLink(
+            self.agent,
+            config.router_url,
+            open_websocket=BrowserWebSocketTransport,
+            uplink=self.uplink,
+            max_delay=config.probe_max_delay,
+            open_timeout=config.open_timeout,
+            on_change=self._link_changed,
+        )
+        # Proxies of the tool handlers, kept alive for the page's lifetime.
+        self._handlers: list[JsCallable[[str], Awaitable[str]]] = []
         self.agent.on_message(self._emit_message)
         self.agent.on_state(self._state_changed)
 
@@ -80,40 +117,55 @@ class PageAgent:
             self.uplink.post("hello", agent_id=self.agent.agent_id, where=self.config.where)
         self.link.start()
 
-    async def register_tools(self, tools: tuple[Tool, ...] = TOOLS) -> None:
+    async def register_tools(self, tools: tuple[Tool[Any, Any], ...] = TOOLS) -> None:
         registrations = []
         for tool in (*tools, self._status_tool()):
             handler = create_proxy(self._handler(tool))
             self._handlers.append(handler)
-            registrations.append(self.bridge.registerTool(
-                tool.name, tool.title, tool.description, json.dumps(tool.input_schema()),
-                json.dumps(tool.annotations()), handler))
+            registrations.append(
+                self.bridge.registerTool(
+                    tool.name,
+                    tool.title,
+                    tool.description,
+                    json.dumps(tool.input_schema()),
+                    json.dumps(tool.annotations()),
+                    handler,
+                )
+            )
         # All at once: from a worker each registration is a round trip to the page.
         await asyncio.gather(*registrations)
 
-    def on_message(self, handler: MessageHandler):
+    def on_message(self, handler: MessageHandler) -> Callable[[], None]:
         """Python handler for every message this agent receives; returns a function that removes it."""
         return self.agent.on_message(handler)
 
-    async def publish(self, event_type: str, payload: dict, region: dict | None = None) -> FanoutResult:
+    async def publish(
+        self, event_type: str, payload: dict[str, Any], region: dict[str, Any] | None = None
+    ) -> FanoutResult:
         """Publish an event (region_change, task_available, knowledge_update, or any topic)."""
         return await self.agent.publish(event_type, payload, Region.model_validate(region) if region else None)
 
     def status_model(self) -> LinkStatus:
         link = self.link
-        return LinkStatus(agent_id=self.agent.agent_id, agent_type=self.agent.agent_type, where=self.config.where,
-                          state="refused" if link.refused else self.agent.state, router_url=self.config.router_url,
-                          **link.status())
+        return LinkStatus(
+            agent_id=self.agent.agent_id,
+            agent_type=self.agent.agent_type,
+            where=self.config.where,
+            state="refused" if link.refused else self.agent.state,
+            router_url=self.config.router_url,
+            **link.status(),
+        )
 
-    def status(self, **overrides) -> dict:
+    def status(self, **overrides: Any) -> dict[str, Any]:
         """For page scripts: id, type, where the agent lives, its state and transport."""
         return {**self.status_model().model_dump(mode="json"), **overrides}
 
     # --- internals ------------------------------------------------------------------
 
-    def _handler(self, tool: Tool):
+    def _handler(self, tool: Tool[Any, Any]) -> ToolHandler:
         async def handle(arguments_json: str) -> str:
             return await tool.call(self.agent, arguments_json)
+
         return handle
 
     def _emit_message(self, message: ReceivedMessage) -> None:
@@ -127,7 +179,7 @@ class PageAgent:
         self.bridge.emit("state", json.dumps(self.status()))
         self._tell_host()
 
-    def _link_changed(self, **details) -> None:
+    def _link_changed(self, **details: Any) -> None:
         if details.get("retry_in") is not None and self.agent.state == "disconnected":
             details["state"] = "reconnecting"
         self.bridge.emit("state", json.dumps(self.status(**details)))
@@ -137,22 +189,29 @@ class PageAgent:
         if self.uplink is not None:
             self.uplink.post("status", status=self.status())
 
-    def _status_tool(self) -> Tool:
-        async def run(agent, args: StatusArgs) -> LinkStatus:
+    def _status_tool(self) -> Tool[Any, Any]:
+        async def run(agent: Agent, args: StatusArgs) -> LinkStatus:
             return self.status_model()
 
         def summarize(status: LinkStatus) -> str:
-            how = {"websocket": "its own WebSocket", "postmessage": "the postMessage fallback (relayed by its host page)",
-                   None: "nothing (not connected)"}[status.transport]
-            return (f"Agent {status.agent_id} lives in the {_PLACES[status.where]} and reaches the router over {how}; "
-                    f"it is {status.state}. Agents in the same page: {', '.join(status.local_peers) or 'none'}.")
+            how = {
+                "websocket": "its own WebSocket",
+                "postmessage": "the postMessage fallback (relayed by its host page)",
+                None: "nothing (not connected)",
+            }[status.transport]
+            return (
+                f"Agent {status.agent_id} lives in the {_PLACES[status.where]} and reaches the router over {how}; "
+                f"it is {status.state}. Agents in the same page: {', '.join(status.local_peers) or 'none'}."
+            )
 
         return Tool(
             name="a2a_status",
             title="Where this agent lives and how it is connected",
-            description=("Report this agent's id, where it lives (page main thread, Web Worker or iframe), its "
-                         "connection state and transport (its own WebSocket, or the postMessage fallback through "
-                         "the page hosting it), and the agents in the same page."),
+            description=(
+                "Report this agent's id, where it lives (page main thread, Web Worker or iframe), its "
+                "connection state and transport (its own WebSocket, or the postMessage fallback through "
+                "the page hosting it), and the agents in the same page."
+            ),
             arguments=StatusArgs,
             run=run,
             summarize=summarize,
@@ -163,7 +222,7 @@ class PageAgent:
 _PLACES = {"main": "page's main thread", "worker": "a Web Worker", "iframe": "an iframe"}
 
 
-async def start(config_json: str, bridge, uplink=None) -> PageAgent:
+async def start(config_json: str, bridge: Bridge, uplink: JsUplink | None = None) -> PageAgent:
     """Create the agent, start connecting (WebSocket first), and register its tools."""
     agent = PageAgent(PageConfig.model_validate_json(config_json), bridge, uplink)
     agent.connect()

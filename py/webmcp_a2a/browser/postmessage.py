@@ -19,28 +19,41 @@ CPython with a fake uplink too.
 from __future__ import annotations
 
 import json
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, Protocol
+
+if TYPE_CHECKING:
+    from ..client.agent import TransportListener
 
 try:  # Pyodide: a callback kept by JavaScript must be an explicit proxy
     from pyodide.ffi import create_proxy
 except ImportError:  # CPython (tests): plain callables
-    def create_proxy(function):
-        return function
+
+    def create_proxy(obj: Callable[..., Any]) -> Any:  # type: ignore[misc]  # Pyodide's has another type
+        return obj
+
+
+class JsUplink(Protocol):
+    """The JavaScript end (``Channel.uplink()`` in ``web/js/channel.js``): JSON strings both ways."""
+
+    def post(self, text: str) -> None: ...
+
+    def listen(self, callback: Callable[[str], None]) -> None: ...
 
 
 class HostUplink:
     """This agent runtime's line to the hub of the page hosting it: hub messages by kind."""
 
-    def __init__(self, js_uplink: Any) -> None:
+    def __init__(self, js_uplink: JsUplink) -> None:
         self._js = js_uplink
-        self._handlers: dict[str, Callable[[dict], None]] = {}
+        self._handlers: dict[str, Callable[[dict[str, Any]], None]] = {}
         self._listener = create_proxy(self._received)  # lives as long as the page
         js_uplink.listen(self._listener)
 
-    def post(self, kind: str, **fields) -> None:
+    def post(self, kind: str, **fields: Any) -> None:
         self._js.post(json.dumps({"kind": kind, **fields}))
 
-    def on(self, kind: str, handler: Callable[[dict], None]) -> None:
+    def on(self, kind: str, handler: Callable[[dict[str, Any]], None]) -> None:
         """The one handler for messages of ``kind`` (a later call replaces it)."""
         self._handlers[kind] = handler
 
@@ -61,7 +74,7 @@ class PostMessageTransport:
 
     name = "postmessage"
 
-    def __init__(self, uplink: HostUplink, agent, on_closed: Callable[[str], None]) -> None:
+    def __init__(self, uplink: HostUplink, agent: TransportListener, on_closed: Callable[[str], None]) -> None:
         self._uplink = uplink
         self._agent = agent
         self._on_closed = on_closed
@@ -81,16 +94,16 @@ class PostMessageTransport:
         if not self._done:
             self._uplink.post("detach")
 
-    def _opened(self, message: dict) -> None:
+    def _opened(self, message: dict[str, Any]) -> None:
         if not self._open and not self._done:
             self._open = True
             self._agent.connection_made(self)
 
-    def _frame(self, message: dict) -> None:
+    def _frame(self, message: dict[str, Any]) -> None:
         if self._open:
             self._agent.data_received(message["frame"])
 
-    def _closed(self, message: dict) -> None:
+    def _closed(self, message: dict[str, Any]) -> None:
         if self._done:
             return
         self._done = True

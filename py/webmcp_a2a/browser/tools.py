@@ -13,8 +13,9 @@ an anonymous "the invocation failed".
 from __future__ import annotations
 
 import json
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Awaitable, Callable
+from typing import Any, Generic, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
@@ -38,26 +39,32 @@ from ..protocol import (
     SubscribeResult,
     TaskOutcome,
     UnsubscribeArgs,
+    UnsubscribeResult,
     validation_error_info,
 )
 
+Args = TypeVar("Args", bound=BaseModel)
+Outcome = TypeVar("Outcome", bound=BaseModel)
+
 
 @dataclass(frozen=True)
-class Tool:
+class Tool(Generic[Args, Outcome]):
+    """One WebMCP tool: its arguments' model (the input schema), what it does, and how its result reads."""
+
     name: str
     title: str
     description: str
-    arguments: type[BaseModel]
-    run: Callable[[Agent, BaseModel], Awaitable[BaseModel]]
-    summarize: Callable[[BaseModel], str]
+    arguments: type[Args]
+    run: Callable[[Agent, Args], Awaitable[Outcome]]
+    summarize: Callable[[Outcome], str]
     read_only: bool = False
 
-    def input_schema(self) -> dict:
+    def input_schema(self) -> dict[str, Any]:
         schema = self.arguments.model_json_schema()
         schema.pop("title", None)
         return schema
 
-    def annotations(self) -> dict:
+    def annotations(self) -> dict[str, Any]:
         return {"readOnlyHint": self.read_only}
 
     async def call(self, agent: Agent, arguments_json: str) -> str:
@@ -73,33 +80,41 @@ class Tool:
         except TimeoutError:
             return _error_result(ErrorInfo(code="not_connected", message="the router did not answer in time"))
         structured = outcome.model_dump(mode="json")
-        return json.dumps({
-            "content": [{"type": "text", "text": f"{self.summarize(outcome)}\n{json.dumps(structured)}"}],
-            "structuredContent": structured,
-        })
+        return json.dumps(
+            {
+                "content": [{"type": "text", "text": f"{self.summarize(outcome)}\n{json.dumps(structured)}"}],
+                "structuredContent": structured,
+            }
+        )
 
 
 def _error_result(info: ErrorInfo) -> str:
     where = f" (field: {info.field})" if info.field else ""
-    return json.dumps({
-        "isError": True,
-        "content": [{"type": "text", "text": f"{info.code}: {info.message}{where}"}],
-        "structuredContent": {"error": info.model_dump(mode="json")},
-    })
+    return json.dumps(
+        {
+            "isError": True,
+            "content": [{"type": "text", "text": f"{info.code}: {info.message}{where}"}],
+            "structuredContent": {"error": info.model_dump(mode="json")},
+        }
+    )
 
 
 def _summarize_send(result: SendResult) -> str:
     if result.delivered:
         return f"Delivered (recipient is {result.target_status}); message_id {result.message_id}."
     if result.stored:
-        return (f"Not delivered yet: recipient is {result.target_status}; the router keeps the message and "
-                f"delivers it when the agent is back; message_id {result.message_id}.")
+        return (
+            f"Not delivered yet: recipient is {result.target_status}; the router keeps the message and "
+            f"delivers it when the agent is back; message_id {result.message_id}."
+        )
     return f"Not delivered: recipient is {result.target_status} ({result.reason}); message_id {result.message_id}."
 
 
 def _summarize_fanout(result: FanoutResult) -> str:
-    return (f"Delivered to {result.delivered_count} of {len(result.recipients)} recipient(s): "
-            f"{', '.join(result.recipients) or 'none'}.")
+    return (
+        f"Delivered to {result.delivered_count} of {len(result.recipients)} recipient(s): "
+        f"{', '.join(result.recipients) or 'none'}."
+    )
 
 
 def _summarize_inbox(result: InboxResult) -> str:
@@ -132,11 +147,11 @@ async def _publish(agent: Agent, args: PublishArgs) -> FanoutResult:
     return await agent.publish(args.target, args.payload, args.region)
 
 
-async def _unsubscribe(agent: Agent, args: UnsubscribeArgs):
+async def _unsubscribe(agent: Agent, args: UnsubscribeArgs) -> UnsubscribeResult:
     return await agent.unsubscribe(args.subscription_id)
 
 
-TOOLS: tuple[Tool, ...] = (
+TOOLS: tuple[Tool[Any, Any], ...] = (
     Tool(
         name="a2a_send_message",
         title="Send a message to an agent",

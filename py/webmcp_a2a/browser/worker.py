@@ -12,9 +12,11 @@ from __future__ import annotations
 
 import json
 
-from .page import PageAgent, start as start_page
+from .page import Bridge, PageAgent
+from .page import start as start_page
+from .postmessage import JsUplink
 
 
-async def start(config_json: str, bridge, uplink) -> PageAgent:
+async def start(config_json: str, bridge: Bridge, uplink: JsUplink) -> PageAgent:
     config = {**json.loads(config_json), "where": "worker"}
     return await start_page(json.dumps(config), bridge, uplink)

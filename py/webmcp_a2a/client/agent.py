@@ -15,7 +15,8 @@ import inspect
 import logging
 import time
 from collections import deque
-from typing import Any, Callable, Protocol
+from collections.abc import Callable
+from typing import Any, Protocol
 
 from ..protocol import (
     BROADCAST,
@@ -41,6 +42,7 @@ from ..protocol import (
     ReceivedMessage,
     Region,
     RequestArgs,
+    RequestFrame,
     SendMessageArgs,
     SendRequest,
     SendResult,
@@ -58,11 +60,26 @@ log = logging.getLogger("webmcp_a2a.client")
 
 
 class Transport(Protocol):
-    name: str
+    """What an agent needs of a transport: a name for status reports, ``send`` and ``close``."""
+
+    @property
+    def name(self) -> str | None: ...
 
     def send(self, text: str) -> None: ...
 
     def close(self) -> None: ...
+
+
+class TransportListener(Protocol):
+    """What a transport tells (an :class:`Agent`, or a link choosing between transports)."""
+
+    transport: Transport | None  # the transport it is attached to, once one is open
+
+    def connection_made(self, transport: Transport) -> None: ...
+
+    def data_received(self, text: str) -> None: ...
+
+    def connection_lost(self, reason: str) -> None: ...
 
 
 class RouterError(Exception):
@@ -86,8 +103,15 @@ class Agent:
     with ``not_connected`` when there is no connection.
     """
 
-    def __init__(self, hello: Hello, *, inbox_limit: int = 1000, outbox_limit: int = 10_000,
-                 request_timeout: float = 30.0, heartbeat_interval: float = 15.0) -> None:
+    def __init__(
+        self,
+        hello: Hello,
+        *,
+        inbox_limit: int = 1000,
+        outbox_limit: int = 10_000,
+        request_timeout: float = 30.0,
+        heartbeat_interval: float = 15.0,
+    ) -> None:
         self.core = ClientCore(hello)
         self.inbox_limit = inbox_limit
         self.outbox_limit = outbox_limit
@@ -97,14 +121,15 @@ class Agent:
         self.closed = False
         self.busy = False
         self.transport: Transport | None = None
-        self._requests: dict[int, asyncio.Future] = {}
-        self._welcomed: asyncio.Future | None = None
+        self._requests: dict[int, asyncio.Future[dict[str, Any]]] = {}
+        self._welcomed: asyncio.Future[Welcomed] | None = None
         self._inbox: deque[ReceivedMessage] = deque()
-        self._arrivals: set[asyncio.Future] = set()
+        self._arrivals: set[asyncio.Future[None]] = set()
         self._handlers: list[MessageHandler] = []
         self._state_listeners: list[StateListener] = []
-        self._awaited_responses: dict[str, asyncio.Future] = {}
-        self._heartbeat_task: asyncio.Task | None = None
+        self._awaited_responses: dict[str, asyncio.Future[ReceivedMessage]] = {}
+        self._heartbeat_task: asyncio.Task[None] | None = None
+        self._handler_tasks: set[asyncio.Future[Any]] = set()  # coroutine handlers still running
 
     @property
     def agent_id(self) -> str:
@@ -174,16 +199,17 @@ class Agent:
         return SendResult.model_validate(await self._request(SendRequest(id=0, envelope=envelope), durable=True))
 
     async def broadcast(self, args: BroadcastArgs) -> FanoutResult:
-        envelope = Envelope(to_agent=BROADCAST, message_type=args.message_type, priority=args.priority,
-                            payload=args.payload)
-        request = BroadcastRequest(id=0, envelope=envelope, agent_type=args.agent_type,
-                                   exclude_self=args.exclude_self)
+        envelope = Envelope(
+            to_agent=BROADCAST, message_type=args.message_type, priority=args.priority, payload=args.payload
+        )
+        request = BroadcastRequest(id=0, envelope=envelope, agent_type=args.agent_type, exclude_self=args.exclude_self)
         return FanoutResult.model_validate(await self._request(request, durable=True))
 
-    async def publish(self, topic: str, payload: dict, region: Region | None = None) -> FanoutResult:
+    async def publish(self, topic: str, payload: dict[str, Any], region: Region | None = None) -> FanoutResult:
         """Publish an event on ``topic`` (an event type such as ``region_change``, or any topic name)."""
-        envelope = Envelope(to_agent=f"{TOPIC_PREFIX}{topic}", message_type="event", payload=payload,
-                            metadata={"region": region})
+        envelope = Envelope(
+            to_agent=f"{TOPIC_PREFIX}{topic}", message_type="event", payload=payload, metadata={"region": region}
+        )
         return FanoutResult.model_validate(await self._request(SendRequest(id=0, envelope=envelope), durable=True))
 
     async def subscribe(self, topic: str, filter: SubscriptionFilter | None = None) -> SubscribeResult:
@@ -207,7 +233,8 @@ class Agent:
         """Wait at a named barrier until the expected agents (or ``count`` agents) are all there."""
         request = BarrierRequest(id=0, **dict(args))
         return BarrierResult.model_validate(
-            await self._request(request, timeout=args.timeout_seconds + self.request_timeout))
+            await self._request(request, timeout=args.timeout_seconds + self.request_timeout)
+        )
 
     async def request(self, args: RequestArgs) -> TaskOutcome:
         """Send a task_request and wait for the task_response with the same correlation_id."""
@@ -215,30 +242,50 @@ class Agent:
         answer = asyncio.get_running_loop().create_future()
         self._awaited_responses[correlation_id] = answer
         try:
-            sent = await self.send_message(SendMessageArgs(
-                target_agent_id=args.target_agent_id, message_type="task_request", payload=args.payload,
-                correlation_id=correlation_id, priority=args.priority, ttl_seconds=args.timeout_seconds))
+            sent = await self.send_message(
+                SendMessageArgs(
+                    target_agent_id=args.target_agent_id,
+                    message_type="task_request",
+                    payload=args.payload,
+                    correlation_id=correlation_id,
+                    priority=args.priority,
+                    ttl_seconds=args.timeout_seconds,
+                )
+            )
             status = "in_progress" if sent.delivered else "pending"
-            outcome = TaskOutcome(correlation_id=correlation_id, status=status,
-                                  request_message_id=sent.message_id, detail=sent.reason)
+            outcome = TaskOutcome(
+                correlation_id=correlation_id, status=status, request_message_id=sent.message_id, detail=sent.reason
+            )
             if not sent.delivered and not sent.stored:
                 return outcome.model_copy(update={"status": "failed"})
             try:
                 response: ReceivedMessage = await asyncio.wait_for(answer, args.timeout_seconds)
-            except asyncio.TimeoutError:
-                return outcome.model_copy(update={"status": "timed_out",
-                                                  "detail": f"no task_response within {args.timeout_seconds:g}s"})
+            except TimeoutError:
+                return outcome.model_copy(
+                    update={"status": "timed_out", "detail": f"no task_response within {args.timeout_seconds:g}s"}
+                )
             failed = response.payload.get("status") == "failed"
-            return outcome.model_copy(update={"status": "failed" if failed else "completed", "detail": None,
-                                              "response": response.payload, "responder": response.from_agent})
+            return outcome.model_copy(
+                update={
+                    "status": "failed" if failed else "completed",
+                    "detail": None,
+                    "response": response.payload,
+                    "responder": response.from_agent,
+                }
+            )
         finally:
             self._awaited_responses.pop(correlation_id, None)
 
-    async def respond(self, request: ReceivedMessage, payload: dict) -> SendResult:
+    async def respond(self, request: ReceivedMessage, payload: dict[str, Any]) -> SendResult:
         """Answer a task_request with a task_response carrying its correlation_id."""
-        return await self.send_message(SendMessageArgs(
-            target_agent_id=request.from_agent, message_type="task_response", payload=payload,
-            correlation_id=request.metadata.correlation_id))
+        return await self.send_message(
+            SendMessageArgs(
+                target_agent_id=request.from_agent,
+                message_type="task_response",
+                payload=payload,
+                correlation_id=request.metadata.correlation_id,
+            )
+        )
 
     def set_busy(self, busy: bool) -> None:
         """Tell the router (and so a2a_discover and senders) whether this agent is busy."""
@@ -256,7 +303,7 @@ class Agent:
                 self._arrivals.add(arrival)
                 try:
                     await asyncio.wait_for(arrival, remaining)
-                except asyncio.TimeoutError:
+                except TimeoutError:
                     pass
                 finally:
                     self._arrivals.discard(arrival)
@@ -285,12 +332,19 @@ class Agent:
 
     # --- internals ----------------------------------------------------------------
 
-    async def _request(self, frame, durable: bool = False, timeout: float | None = None) -> dict:
+    async def _request(
+        self, frame: RequestFrame, durable: bool = False, timeout: float | None = None
+    ) -> dict[str, Any]:
         if self.closed or (not durable and self.state != "connected"):
-            raise RouterError(ErrorInfo(code="not_connected", message=f"agent is {'closed' if self.closed else self.state}"))
+            raise RouterError(
+                ErrorInfo(code="not_connected", message=f"agent is {'closed' if self.closed else self.state}")
+            )
         if durable and self.core.outbox_size >= self.outbox_limit:
-            raise RouterError(ErrorInfo(code="not_connected", message=f"outbox full ({self.outbox_limit} messages "
-                                                                      "waiting for the router)"))
+            raise RouterError(
+                ErrorInfo(
+                    code="not_connected", message=f"outbox full ({self.outbox_limit} messages waiting for the router)"
+                )
+            )
         request_id = self.core.request(frame, durable=durable)
         future = asyncio.get_running_loop().create_future()
         self._requests[request_id] = future
@@ -337,7 +391,9 @@ class Agent:
             try:
                 outcome = handler(message)
                 if inspect.isawaitable(outcome):
-                    asyncio.ensure_future(outcome)
+                    task = asyncio.ensure_future(outcome)
+                    self._handler_tasks.add(task)
+                    task.add_done_callback(self._handler_tasks.discard)
             except Exception:
                 log.exception("message handler failed")
 
@@ -353,7 +409,7 @@ class Agent:
         self._inbox = kept
         return taken
 
-    def _resolve(self, ref: int, result: dict) -> None:
+    def _resolve(self, ref: int, result: dict[str, Any]) -> None:
         future = self._requests.get(ref)
         if future is not None and not future.done():
             future.set_result(result)

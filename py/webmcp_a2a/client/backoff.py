@@ -16,7 +16,7 @@ class Backoff:
         self.attempt = 0
 
     def next_delay(self) -> float:
-        delay = min(self.maximum, self.first * self.factor ** self.attempt)
+        delay = min(self.maximum, self.first * self.factor**self.attempt)
         self.attempt += 1
         return delay * random.uniform(0.5, 1.0)
 

@@ -11,9 +11,9 @@ from __future__ import annotations
 
 from collections import OrderedDict
 from dataclasses import dataclass
-from typing import Union
+from typing import Any
 
-from pydantic import BaseModel, ValidationError
+from pydantic import ValidationError
 
 from ..protocol import (
     ROUTER_FRAME,
@@ -23,6 +23,7 @@ from ..protocol import (
     ErrorInfo,
     Hello,
     ReceivedMessage,
+    RequestFrame,
     Result,
     Welcome,
 )
@@ -41,7 +42,7 @@ class Replied:
     """The request ``ref`` succeeded."""
 
     ref: int
-    data: dict
+    data: dict[str, Any]
 
 
 @dataclass(frozen=True)
@@ -59,7 +60,7 @@ class Received:
     message: ReceivedMessage
 
 
-Event = Union[Welcomed, Replied, Failed, Received]
+Event = Welcomed | Replied | Failed | Received
 
 
 class ClientCore:
@@ -98,7 +99,7 @@ class ClientCore:
         self.welcomed = False
         self._outgoing = []
 
-    def request(self, frame: BaseModel, durable: bool = False) -> int:
+    def request(self, frame: RequestFrame, durable: bool = False) -> int:
         """Queue a request frame (any model with an ``id`` field); returns the id it was given.
 
         A durable request stays in the outbox until answered and is resent after a

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from typing import Any
 
 import websockets
 from websockets.asyncio.client import ClientConnection
@@ -26,7 +27,7 @@ from .backoff import Backoff
 log = logging.getLogger("webmcp_a2a.client")
 
 CLOSE_AGENT_ID_TAKEN = 4009
-_reconnectors: set[asyncio.Task] = set()  # strong references, so a running loop is not collected
+_reconnectors: set[asyncio.Task[None]] = set()  # strong references, so a running loop is not collected
 
 
 class WebSocketsTransport:
@@ -45,13 +46,14 @@ class WebSocketsTransport:
         self._outgoing.put_nowait(text)
 
     def close(self) -> None:
-        asyncio.ensure_future(self._websocket.close())
+        self._closing = asyncio.ensure_future(self._websocket.close())  # kept: a bare future may be collected
 
     async def _read(self) -> int | None:
         reason = "connection closed"
         try:
             async for text in self._websocket:
-                self._agent.data_received(text)
+                # The router sends text frames only (a binary one would be a bug of the router's).
+                self._agent.data_received(text if isinstance(text, str) else text.decode())
         except websockets.ConnectionClosed as exc:
             reason = f"connection closed: {exc}"
         finally:
@@ -68,7 +70,7 @@ class WebSocketsTransport:
             pass
 
 
-async def connect(url: str, hello: Hello, *, reconnect: bool = True, **agent_options) -> Agent:
+async def connect(url: str, hello: Hello, *, reconnect: bool = True, **agent_options: Any) -> Agent:
     """Open a connection, say hello, and wait for the router's welcome."""
     agent = Agent(hello, **agent_options)
     first = await _open(url, agent)

@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
 import hashlib
 import io
 import zipfile
+from collections.abc import Awaitable, Callable
 from pathlib import Path
+from typing import Any
 
 from starlette.applications import Starlette
 from starlette.requests import Request
@@ -34,7 +37,7 @@ def _page_sources() -> list[Path]:
 
 
 @functools.lru_cache(maxsize=1)
-def _zip_of(stamp: tuple) -> tuple[bytes, str]:
+def _zip_of(stamp: tuple[tuple[str, int, int], ...]) -> tuple[bytes, str]:
     buffer = io.BytesIO()
     with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
         for path, _, _ in stamp:
@@ -52,22 +55,24 @@ def page_package_zip() -> tuple[bytes, str]:
 class NoCacheStaticFiles(StaticFiles):
     """The project's own files: always revalidated, so a reload picks up an edit."""
 
-    def file_response(self, *args, **kwargs) -> Response:
+    def file_response(self, *args: Any, **kwargs: Any) -> Response:
         response = super().file_response(*args, **kwargs)
         response.headers["Cache-Control"] = "no-cache"
         return response
 
 
-def create_app(settings: RouterSettings | None = None, *, static_dir: Path | None = None,
-               web_dir: Path | None = None) -> Starlette:
+def create_app(
+    settings: RouterSettings | None = None, *, static_dir: Path | None = None, web_dir: Path | None = None
+) -> Starlette:
     router = Router(settings)
     web_dir = web_dir or PROJECT_DIR / "web"
     static_dir = static_dir or PROJECT_DIR / "static"
 
     async def a2a_socket(websocket: WebSocket) -> None:
         await websocket.accept()
-        conn = Connection(websocket.send_text, _closer(websocket), router.settings.queue_limit,
-                          router.settings.reply_limit)
+        conn = Connection(
+            websocket.send_text, _closer(websocket), router.settings.queue_limit, router.settings.reply_limit
+        )
         writer = asyncio.create_task(_write_until_gone(conn))
         try:
             while True:
@@ -115,13 +120,13 @@ def create_app(settings: RouterSettings | None = None, *, static_dir: Path | Non
 
 
 async def _write_until_gone(conn: Connection) -> None:
-    try:
+    # The peer went away: the reader loop sees it and cleans up.
+    with contextlib.suppress(WebSocketDisconnect, RuntimeError, OSError):
         await conn.run_writer()
-    except (WebSocketDisconnect, RuntimeError, OSError):
-        pass  # the peer went away; the reader loop sees it and cleans up
 
 
-def _closer(websocket: WebSocket):
+def _closer(websocket: WebSocket) -> Callable[[int, str], Awaitable[None]]:
     async def close(code: int, reason: str) -> None:
         await websocket.close(code, reason)
+
     return close

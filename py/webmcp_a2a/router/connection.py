@@ -19,11 +19,34 @@ from __future__ import annotations
 import asyncio
 import time
 from collections import deque
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Awaitable, Callable
+from typing import Protocol
 
 CONTROL_PRIORITY = 11  # above critical (10): results and errors are never stuck behind deliveries
 _HIGHEST_FIRST = tuple(range(CONTROL_PRIORITY, 0, -1))
+
+DropCallback = Callable[[str], None]
+
+
+class Peer(Protocol):
+    """What the router needs of a client connection: a real socket's :class:`Connection`, or a
+    hosted agent's virtual one (:class:`~.relay.RelayedConnection`)."""
+
+    agent_id: str | None
+
+    @property
+    def closing(self) -> bool: ...
+
+    def offer(
+        self,
+        text: str,
+        priority: int = CONTROL_PRIORITY,
+        expires_at: float | None = None,
+        on_drop: DropCallback | None = None,
+    ) -> bool: ...
+
+    def close(self, code: int, reason: str) -> None: ...
 
 
 @dataclass(eq=False)
@@ -31,7 +54,7 @@ class Outgoing:
     text: str
     priority: int = CONTROL_PRIORITY
     expires_at: float | None = None
-    on_drop: Callable[[str], None] | None = None  # told "expired" or "evicted"
+    on_drop: DropCallback | None = None  # told "expired" or "evicted"
 
     def drop(self, reason: str) -> None:
         if self.on_drop is not None:
@@ -64,8 +87,13 @@ class Connection:
         """Deliveries waiting to be written."""
         return self._length
 
-    def offer(self, text: str, priority: int = CONTROL_PRIORITY, expires_at: float | None = None,
-              on_drop: Callable[[str], None] | None = None) -> bool:
+    def offer(
+        self,
+        text: str,
+        priority: int = CONTROL_PRIORITY,
+        expires_at: float | None = None,
+        on_drop: DropCallback | None = None,
+    ) -> bool:
         """Queue a frame; False when it is refused (queue full of equal or higher priority, or closing)."""
         if self._close_with is not None:
             return False

@@ -17,12 +17,13 @@ from __future__ import annotations
 import asyncio
 import time
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable
 
 from pydantic import BaseModel
 
 from ..protocol import BarrierRequest, BarrierResult, ErrorInfo, LockRequest, LockResult
+from .connection import Peer
 
 
 @dataclass(eq=False)
@@ -30,7 +31,7 @@ class Waiter:
     """An agent waiting for an answer: where to send it and to which request."""
 
     agent_id: str
-    connection: object
+    connection: Peer
     ref: int
     timer: asyncio.TimerHandle | None = None
 
@@ -85,15 +86,20 @@ class Locks:
             return
         queued = (waiter, request.lease_seconds)
         lock.waiters.append(queued)
-        waiter.timer = asyncio.get_running_loop().call_later(request.wait_seconds, self._give_up,
-                                                             request.name, queued)
+        waiter.timer = asyncio.get_running_loop().call_later(request.wait_seconds, self._give_up, request.name, queued)
 
     def _release(self, waiter: Waiter, name: str) -> None:
         lock = self._locks.get(name)
         if lock is None or lock.holder != waiter.agent_id:
             holder = lock.holder if lock else None
-            self._reply(waiter, ErrorInfo(code="not_lock_holder", field="name",
-                                          message=f"lock {name!r} is held by {holder or 'nobody'}, not by you"))
+            self._reply(
+                waiter,
+                ErrorInfo(
+                    code="not_lock_holder",
+                    field="name",
+                    message=f"lock {name!r} is held by {holder or 'nobody'}, not by you",
+                ),
+            )
             return
         self._hand_over(name, lock)
         self._reply(waiter, self._status(name, self._locks.get(name, _Lock()), "released"))
@@ -103,8 +109,9 @@ class Locks:
             lock.lease_timer.cancel()
         lock.holder = waiter.agent_id
         lock.lease_expires_at = time.time() + lease_seconds
-        lock.lease_timer = asyncio.get_running_loop().call_later(lease_seconds, self._lease_ended, name,
-                                                                 waiter.agent_id)
+        lock.lease_timer = asyncio.get_running_loop().call_later(
+            lease_seconds, self._lease_ended, name, waiter.agent_id
+        )
         self._reply(waiter, self._status(name, lock, "acquired"))
 
     def _hand_over(self, name: str, lock: _Lock) -> None:
@@ -133,8 +140,13 @@ class Locks:
 
     @staticmethod
     def _status(name: str, lock: _Lock, status: str) -> LockResult:
-        return LockResult(name=name, status=status, holder=lock.holder, lease_expires_at=lock.lease_expires_at,
-                          waiters=len(lock.waiters))
+        return LockResult(
+            name=name,
+            status=status,
+            holder=lock.holder,
+            lease_expires_at=lock.lease_expires_at,
+            waiters=len(lock.waiters),
+        )
 
 
 @dataclass
@@ -148,7 +160,7 @@ class _Barrier:
     def complete(self) -> bool:
         if self.expected is not None:
             return self.expected <= self.arrivals.keys()
-        return len(self.arrivals) >= self.count
+        return self.count is not None and len(self.arrivals) >= self.count
 
     def missing(self) -> str:
         if self.expected is not None:
@@ -166,17 +178,28 @@ class Barriers:
         barrier = self._barriers.get(request.name)
         if barrier is None:
             barrier = _Barrier(expected, request.count, request.timeout_seconds)
-            barrier.timer = asyncio.get_running_loop().call_later(request.timeout_seconds, self._time_out,
-                                                                  request.name)
+            barrier.timer = asyncio.get_running_loop().call_later(request.timeout_seconds, self._time_out, request.name)
             self._barriers[request.name] = barrier
         elif (barrier.expected, barrier.count) != (expected, request.count):
-            self._reply(waiter, ErrorInfo(code="barrier_mismatch", field="name",
-                                          message=f"barrier {request.name!r} is already waiting for "
-                                                  f"{_rule(barrier)}, not {_rule(_Barrier(expected, request.count, 0))}"))
+            self._reply(
+                waiter,
+                ErrorInfo(
+                    code="barrier_mismatch",
+                    field="name",
+                    message=f"barrier {request.name!r} is already waiting for "
+                    f"{_rule(barrier)}, not {_rule(_Barrier(expected, request.count, 0))}",
+                ),
+            )
             return
         if barrier.expected is not None and waiter.agent_id not in barrier.expected:
-            self._reply(waiter, ErrorInfo(code="barrier_mismatch", field="expected_agents",
-                                          message=f"you are not one of the agents barrier {request.name!r} expects"))
+            self._reply(
+                waiter,
+                ErrorInfo(
+                    code="barrier_mismatch",
+                    field="expected_agents",
+                    message=f"you are not one of the agents barrier {request.name!r} expects",
+                ),
+            )
             return
         barrier.arrivals[waiter.agent_id] = waiter
         if barrier.complete():
@@ -188,8 +211,13 @@ class Barriers:
 
     def _time_out(self, name: str) -> None:
         barrier = self._barriers[name]
-        self._end(name, ErrorInfo(code="barrier_timeout", message=(
-            f"barrier {name!r} gave up after {barrier.timeout_seconds:g}s: {barrier.missing()}")))
+        self._end(
+            name,
+            ErrorInfo(
+                code="barrier_timeout",
+                message=(f"barrier {name!r} gave up after {barrier.timeout_seconds:g}s: {barrier.missing()}"),
+            ),
+        )
 
     def _end(self, name: str, outcome: BaseModel | ErrorInfo) -> None:
         barrier = self._barriers.pop(name)

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Iterator
+from typing import TYPE_CHECKING
 
 from ..protocol import AgentInfo, Hello, Region
 
 if TYPE_CHECKING:
-    from .connection import Connection
+    from .connection import Peer
 
 
 @dataclass
@@ -18,7 +19,7 @@ class AgentRecord:
     agent_type: str
     capabilities: list[str]
     region: Region | None
-    connection: Connection | None
+    connection: Peer | None
     busy: bool = False
     last_seen: float = field(default_factory=time.time)
 
@@ -33,8 +34,14 @@ class AgentRecord:
         return "busy" if self.busy else "online"
 
     def info(self) -> AgentInfo:
-        return AgentInfo(agent_id=self.agent_id, agent_type=self.agent_type, capabilities=self.capabilities,
-                         region=self.region, status=self.status, last_seen=self.last_seen)
+        return AgentInfo(
+            agent_id=self.agent_id,
+            agent_type=self.agent_type,
+            capabilities=self.capabilities,
+            region=self.region,
+            status=self.status,
+            last_seen=self.last_seen,
+        )
 
 
 class AgentIdTaken(Exception):
@@ -49,7 +56,7 @@ class Registry:
         self._online = 0
         self.offline_limit = offline_limit
 
-    def connect(self, hello: Hello, connection: Connection) -> AgentRecord:
+    def connect(self, hello: Hello, connection: Peer) -> AgentRecord:
         """Register ``hello``'s agent on ``connection``; raises :class:`AgentIdTaken` if it is online."""
         known = self._agents.get(hello.agent_id)
         if known is not None and known.online:
@@ -63,10 +70,12 @@ class Registry:
 
     def remember(self, hello: Hello, last_seen: float) -> None:
         """Know an agent met before (for example before a router restart) as offline."""
-        self._agents.setdefault(hello.agent_id, AgentRecord(hello.agent_id, hello.agent_type, hello.capabilities,
-                                                            hello.region, None, last_seen=last_seen))
+        self._agents.setdefault(
+            hello.agent_id,
+            AgentRecord(hello.agent_id, hello.agent_type, hello.capabilities, hello.region, None, last_seen=last_seen),
+        )
 
-    def disconnect(self, agent_id: str, connection: Connection) -> AgentRecord | None:
+    def disconnect(self, agent_id: str, connection: Peer) -> AgentRecord | None:
         """Mark the agent offline if ``connection`` is still its connection; returns its record then."""
         record = self._agents.get(agent_id)
         if record is None or record.connection is not connection:
@@ -92,10 +101,16 @@ class Registry:
             if record.online and (agent_type == "all" or record.agent_type == agent_type):
                 yield record
 
-    def find(self, agent_type: str | None = None, capability: str | None = None,
-             region_overlaps: Region | None = None, include_offline: bool = False) -> list[AgentRecord]:
+    def find(
+        self,
+        agent_type: str | None = None,
+        capability: str | None = None,
+        region_overlaps: Region | None = None,
+        include_offline: bool = False,
+    ) -> list[AgentRecord]:
         return [
-            record for record in self._agents.values()
+            record
+            for record in self._agents.values()
             if (include_offline or record.online)
             and (agent_type is None or record.agent_type == agent_type)
             and (capability is None or capability in record.capabilities)
@@ -108,5 +123,5 @@ class Registry:
 
     def _forget_oldest_offline(self) -> None:
         excess = len(self._agents) - self._online - self.offline_limit
-        for agent_id in [r.agent_id for r in self._agents.values() if not r.online][:max(excess, 0)]:
+        for agent_id in [r.agent_id for r in self._agents.values() if not r.online][: max(excess, 0)]:
             del self._agents[agent_id]

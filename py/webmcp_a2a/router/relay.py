@@ -32,13 +32,10 @@ from __future__ import annotations
 
 import json
 import logging
-from typing import TYPE_CHECKING
+from typing import Any, Protocol
 
-from ..protocol import ErrorFrame, ErrorInfo, Relay, RelayClosed, Relayed, Unrelay
-
-if TYPE_CHECKING:
-    from .connection import Connection
-    from .routing import Router
+from ..protocol import ErrorCode, ErrorFrame, ErrorInfo, Relay, RelayClosed, Relayed, Unrelay
+from .connection import CONTROL_PRIORITY, DropCallback, Peer
 
 log = logging.getLogger("webmcp_a2a.router.relay")
 
@@ -51,10 +48,18 @@ CLOSE_DETACHED = 1000
 CLOSE_HOST_GONE = 1001
 
 
+class FrameReceiver(Protocol):
+    """Where a hosted agent's frames go: the router, which reads them as if from a socket of its own."""
+
+    def receive(self, conn: Peer, text: str) -> None: ...
+
+    def connection_closed(self, conn: Peer) -> None: ...
+
+
 class RelayedConnection:
     """A hosted agent as the router sees it: a connection whose frames travel inside its host's."""
 
-    def __init__(self, table: RelayTable, host: Connection, hosted_id: str) -> None:
+    def __init__(self, table: RelayTable, host: Peer, hosted_id: str) -> None:
         self._table = table
         self.host = host
         self.hosted_id = hosted_id
@@ -65,11 +70,18 @@ class RelayedConnection:
     def closing(self) -> bool:
         return self._closed or self.host.closing
 
-    def offer(self, text: str, *args, **kwargs) -> bool:
+    def offer(
+        self,
+        text: str,
+        priority: int = CONTROL_PRIORITY,
+        expires_at: float | None = None,
+        on_drop: DropCallback | None = None,
+    ) -> bool:
         """Queue ``text`` for the hosted agent: a ``relayed`` frame in the host's queue (same priority rules)."""
         if self._closed:
             return False
-        return self.host.offer(Relayed(agent_id=self.hosted_id, frame=text).model_dump_json(), *args, **kwargs)
+        relayed = Relayed(agent_id=self.hosted_id, frame=text).model_dump_json()
+        return self.host.offer(relayed, priority, expires_at, on_drop)
 
     def close(self, code: int, reason: str) -> None:
         """Let the hosted agent go: tell the host, then the router forgets it as if its socket had closed."""
@@ -78,7 +90,7 @@ class RelayedConnection:
         self._closed = True
         self._table.forget(self)
         self.host.offer(RelayClosed(agent_id=self.hosted_id, code=code, reason=reason).model_dump_json())
-        self._table.router.connection_closed(self)
+        self._table.receiver.connection_closed(self)
 
     def __repr__(self) -> str:
         return f"<RelayedConnection {self.hosted_id} via {self.host.agent_id or 'host'}>"
@@ -87,11 +99,11 @@ class RelayedConnection:
 class RelayTable:
     """Every hosted agent, by host connection and agent id."""
 
-    def __init__(self, router: Router) -> None:
-        self.router = router
-        self._hosted: dict[Connection, dict[str, RelayedConnection]] = {}
+    def __init__(self, receiver: FrameReceiver) -> None:
+        self.receiver = receiver
+        self._hosted: dict[Peer, dict[str, RelayedConnection]] = {}
 
-    def receive(self, host: Connection, frame: Relay | Unrelay) -> None:
+    def receive(self, host: Peer, frame: Relay | Unrelay) -> None:
         """Handle a ``relay`` or ``unrelay`` frame from ``host``."""
         if isinstance(host, RelayedConnection):
             self._error(host, "invalid_frame", "relay frames do not nest", "type")
@@ -102,8 +114,9 @@ class RelayTable:
             if virtual is not None:
                 virtual.close(CLOSE_DETACHED, "unrelayed")
             else:  # idempotent: the host may be tidying up after a relay_closed it has not read yet
-                host.offer(RelayClosed(agent_id=frame.agent_id, code=CLOSE_DETACHED, reason="unrelayed")
-                           .model_dump_json())
+                host.offer(
+                    RelayClosed(agent_id=frame.agent_id, code=CLOSE_DETACHED, reason="unrelayed").model_dump_json()
+                )
             return
         if virtual is None:
             if len(hosted) >= MAX_HOSTED:
@@ -113,10 +126,11 @@ class RelayTable:
             self._hosted.setdefault(host, {})[frame.agent_id] = virtual
         if virtual.agent_id is None and _is_hello(frame.frame) and not _hello_for(frame.frame, frame.agent_id):
             # A host cannot borrow an identity: the hello must be the one of the agent the relay names.
-            self._error(virtual, "invalid_frame", f"a relay for {frame.agent_id!r} carries another agent's hello",
-                        "agent_id")
+            self._error(
+                virtual, "invalid_frame", f"a relay for {frame.agent_id!r} carries another agent's hello", "agent_id"
+            )
         else:
-            self.router.receive(virtual, frame.frame)
+            self.receiver.receive(virtual, frame.frame)
         if virtual.agent_id is None and not virtual.closing:
             self.forget(virtual)  # not registered (refused, or not a hello): nothing to keep
 
@@ -127,7 +141,7 @@ class RelayTable:
             if not hosted:
                 del self._hosted[virtual.host]
 
-    def host_closed(self, host: Connection) -> None:
+    def host_closed(self, host: Peer) -> None:
         """The host's connection is gone: so are the agents it hosted."""
         for virtual in list(self._hosted.pop(host, {}).values()):
             virtual.close(CLOSE_HOST_GONE, "host connection closed")
@@ -136,11 +150,11 @@ class RelayTable:
         """Every agent id currently hosted, by any connection."""
         return {agent_id for hosted in self._hosted.values() for agent_id in hosted}
 
-    def _error(self, conn, code: str, message: str, field: str | None = None) -> None:
+    def _error(self, conn: Peer, code: ErrorCode, message: str, field: str | None = None) -> None:
         conn.offer(ErrorFrame(error=ErrorInfo(code=code, message=message, field=field)).model_dump_json())
 
 
-def _peek(text: str) -> dict | None:
+def _peek(text: str) -> dict[str, Any] | None:
     try:
         value = json.loads(text)
     except ValueError:
@@ -156,4 +170,3 @@ def _is_hello(text: str) -> bool:
 def _hello_for(text: str, agent_id: str) -> bool:
     frame = _peek(text)
     return frame is not None and frame.get("type") == "hello" and frame.get("agent_id") == agent_id
-

@@ -21,7 +21,9 @@ import json
 import logging
 import time
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
@@ -55,12 +57,12 @@ from ..protocol import (
     Welcome,
     validation_error_info,
 )
-from .connection import Connection
+from .connection import Peer
 from .coordination import Barriers, Locks, Waiter
 from .registry import AgentIdTaken, AgentRecord, Registry
+from .relay import RELAY_FRAMES, RelayTable
 from .settings import RouterSettings
 from .store import Store
-from .relay import RELAY_FRAMES, RelayTable
 from .subscriptions import SubscriptionTable
 
 log = logging.getLogger("webmcp_a2a.router")
@@ -86,8 +88,8 @@ class PendingDelivery:
     ``sender`` is None for a redelivery from the store: nobody waits for that answer.
     """
 
-    sender: Connection | None
-    sender_id: str
+    sender: Peer | None
+    sender_id: str | None
     ref: int
     envelope: Envelope
     recipients: list[str]
@@ -112,15 +114,15 @@ class Router:
         self._deadlines: deque[tuple[float, str, int]] = deque()
         self._deadline_timer: asyncio.TimerHandle | None = None
         self.relays = RelayTable(self)  # agents hosted by another connection (relay.py)
-        self._handlers = {
+        self._handlers: dict[type[BaseModel], Callable[[Peer, str, Any], None]] = {
             SendRequest: self._send,
             BroadcastRequest: self._broadcast,
             SubscribeRequest: self._subscribe,
             UnsubscribeRequest: self._unsubscribe,
             HeartbeatRequest: self._heartbeat,
             DiscoverRequest: self._discover,
-            LockRequest: lambda conn, request: self.locks.request(self._waiter(conn, request.id), request),
-            BarrierRequest: lambda conn, request: self.barriers.arrive(self._waiter(conn, request.id), request),
+            LockRequest: self._lock,
+            BarrierRequest: self._barrier,
             Ack: self._ack,
         }
         for hello, last_seen in self.store.known_agents():
@@ -130,7 +132,7 @@ class Router:
 
     # --- connection lifecycle -------------------------------------------
 
-    def receive(self, conn: Connection, text: str) -> None:
+    def receive(self, conn: Peer, text: str) -> None:
         """Handle one text frame from ``conn``."""
         limit = self.settings.max_frame_bytes
         # A str of n characters is n to 4n bytes in UTF-8: encode only when it could matter.
@@ -149,17 +151,19 @@ class Router:
             if isinstance(frame, RELAY_FRAMES):  # a hosted agent's frame, or its detachment
                 self.relays.receive(conn, frame)
                 return
-            if conn.agent_id is None:
+            agent_id = conn.agent_id
+            record = self.registry.online(agent_id) if agent_id is not None else None
+            if agent_id is None or record is None:
                 raise RequestError("not_registered", "send a hello frame first")
-            self.registry.get(conn.agent_id).last_seen = time.time()
-            self._handlers[type(frame)](conn, frame)
+            record.last_seen = time.time()
+            self._handlers[type(frame)](conn, agent_id, frame)
         except RequestError as exc:
             self._error(conn, getattr(frame, "id", None), exc.info)
 
-    def reject_binary(self, conn: Connection) -> None:
+    def reject_binary(self, conn: Peer) -> None:
         self._error(conn, None, ErrorInfo(code="binary_not_supported", message="frames are JSON text"))
 
-    def connection_closed(self, conn: Connection) -> None:
+    def connection_closed(self, conn: Peer) -> None:
         self.relays.host_closed(conn)  # the agents it hosted go with it
         agent_id = conn.agent_id
         if agent_id is None:
@@ -178,7 +182,7 @@ class Router:
 
     # --- registration and presence -----------------------------------------
 
-    def _hello(self, conn: Connection, hello: Hello) -> None:
+    def _hello(self, conn: Peer, hello: Hello) -> None:
         if conn.agent_id is not None:
             raise RequestError("already_registered", f"this connection is already agent {conn.agent_id!r}")
         if hello.agent_id in RESERVED_AGENT_IDS:
@@ -186,11 +190,15 @@ class Router:
         try:
             record = self.registry.connect(hello, conn)
         except AgentIdTaken:
-            self._error(conn, None, ErrorInfo(
-                code="agent_id_taken",
-                message=f"agent id {hello.agent_id!r} is already online; choose another id",
-                field="agent_id",
-            ))
+            self._error(
+                conn,
+                None,
+                ErrorInfo(
+                    code="agent_id_taken",
+                    message=f"agent id {hello.agent_id!r} is already online; choose another id",
+                    field="agent_id",
+                ),
+            )
             conn.close(CLOSE_AGENT_ID_TAKEN, "agent id taken")
             return
         conn.agent_id = hello.agent_id
@@ -201,107 +209,150 @@ class Router:
             self._deliver(None, envelope.from_agent, 0, envelope, record, from_store=True)
         self._publish_event("peer_discovered", record)
 
-    def _heartbeat(self, conn: Connection, request: HeartbeatRequest) -> None:
-        record = self.registry.get(conn.agent_id)
+    def _heartbeat(self, conn: Peer, agent_id: str, request: HeartbeatRequest) -> None:
+        record = self._registered(agent_id)
         record.busy = request.status == "busy"
         self._reply(conn, request.id, HeartbeatResult(status=record.status, server_time=time.time()))
 
-    def _discover(self, conn: Connection, request: DiscoverRequest) -> None:
-        found = self.registry.find(request.agent_type, request.capability, request.region_overlaps,
-                                   request.include_offline)
+    def _discover(self, conn: Peer, agent_id: str, request: DiscoverRequest) -> None:
+        found = self.registry.find(
+            request.agent_type, request.capability, request.region_overlaps, request.include_offline
+        )
         self._reply(conn, request.id, DiscoverResult(agents=[record.info() for record in found]))
 
     # --- messages -------------------------------------------------------------
 
-    def _stamp(self, conn: Connection, ref: int, envelope: Envelope) -> bool:
+    def _stamp(self, conn: Peer, agent_id: str, ref: int, envelope: Envelope) -> bool:
         """Set the true sender; False when the envelope is a resend already in flight (now answered to ``ref``)."""
-        if envelope.from_agent is not None and envelope.from_agent != conn.agent_id:
+        if envelope.from_agent is not None and envelope.from_agent != agent_id:
             raise RequestError(
                 "spoofed_sender",
-                f"from_agent {envelope.from_agent!r} is not this connection's agent {conn.agent_id!r}",
+                f"from_agent {envelope.from_agent!r} is not this connection's agent {agent_id!r}",
                 "envelope.from_agent",
             )
         in_flight = self._pending.get(envelope.message_id)
         if in_flight is not None:
-            if in_flight.sender_id != conn.agent_id:
-                raise RequestError("duplicate_message_id", f"message {envelope.message_id} is already in flight",
-                                   "envelope.message_id")
+            if in_flight.sender_id != agent_id:
+                raise RequestError(
+                    "duplicate_message_id", f"message {envelope.message_id} is already in flight", "envelope.message_id"
+                )
             # The sender reconnected and resent from its outbox: answer the new request.
             in_flight.sender, in_flight.ref = conn, ref
             return False
-        envelope.from_agent = conn.agent_id
+        envelope.from_agent = agent_id
         return True
 
-    def _send(self, conn: Connection, request: SendRequest) -> None:
+    def _send(self, conn: Peer, agent_id: str, request: SendRequest) -> None:
         envelope = request.envelope
-        if not self._stamp(conn, request.id, envelope):
+        if not self._stamp(conn, agent_id, request.id, envelope):
             return
         if envelope.topic is not None:
-            self._fanout(conn, request.id, envelope, self._topic_recipients(conn, envelope))
+            self._fanout(conn, agent_id, request.id, envelope, self._topic_recipients(conn, agent_id, envelope))
             return
         if envelope.to_agent == BROADCAST:
             raise RequestError("invalid_frame", "use a broadcast frame to broadcast", "envelope.to_agent")
         target = self.registry.get(envelope.to_agent)
         if target is None:
-            self._reply(conn, request.id, SendResult(
-                delivered=False, target_status="offline", message_id=envelope.message_id,
-                reason=f"no agent {envelope.to_agent!r} is known to the router"))
+            self._reply(
+                conn,
+                request.id,
+                SendResult(
+                    delivered=False,
+                    target_status="offline",
+                    message_id=envelope.message_id,
+                    reason=f"no agent {envelope.to_agent!r} is known to the router",
+                ),
+            )
         elif envelope.expired():
-            self._reply(conn, request.id, SendResult(
-                delivered=False, target_status=target.status, message_id=envelope.message_id, reason="expired"))
+            self._reply(
+                conn,
+                request.id,
+                SendResult(
+                    delivered=False, target_status=target.status, message_id=envelope.message_id, reason="expired"
+                ),
+            )
         elif not target.online:
             self._reply(conn, request.id, self._keep(target.agent_id, envelope, "offline"))
         else:
-            self._deliver(conn, conn.agent_id, request.id, envelope, target)
+            self._deliver(conn, agent_id, request.id, envelope, target)
 
     def _keep(self, recipient: str, envelope: Envelope, status: str) -> SendResult:
         """Store ``envelope`` for later delivery and say so."""
         if self.store.put(recipient, envelope):
-            return SendResult(delivered=False, target_status=status, message_id=envelope.message_id, stored=True,
-                              reason="kept by the router until the agent takes it")
-        return SendResult(delivered=False, target_status=status, message_id=envelope.message_id,
-                          reason="store_full")
+            return SendResult(
+                delivered=False,
+                target_status=status,
+                message_id=envelope.message_id,
+                stored=True,
+                reason="kept by the router until the agent takes it",
+            )
+        return SendResult(delivered=False, target_status=status, message_id=envelope.message_id, reason="store_full")
 
-    def _deliver(self, sender: Connection | None, sender_id: str, ref: int, envelope: Envelope,
-                 target: AgentRecord, from_store: bool = False) -> None:
-        pending = PendingDelivery(sender, sender_id, ref, envelope, [target.agent_id], fanout=False,
-                                  waiting={target.agent_id}, from_store=from_store)
+    def _deliver(
+        self,
+        sender: Peer | None,
+        sender_id: str | None,
+        ref: int,
+        envelope: Envelope,
+        target: AgentRecord,
+        from_store: bool = False,
+    ) -> None:
+        pending = PendingDelivery(
+            sender,
+            sender_id,
+            ref,
+            envelope,
+            [target.agent_id],
+            fanout=False,
+            waiting={target.agent_id},
+            from_store=from_store,
+        )
         self._start(pending, {target.agent_id: Deliver(envelope=envelope).model_dump_json()})
 
-    def _broadcast(self, conn: Connection, request: BroadcastRequest) -> None:
+    def _broadcast(self, conn: Peer, agent_id: str, request: BroadcastRequest) -> None:
         envelope = request.envelope
-        if not self._stamp(conn, request.id, envelope):
+        if not self._stamp(conn, agent_id, request.id, envelope):
             return
         if envelope.to_agent != BROADCAST:
-            raise RequestError("invalid_frame", "a broadcast envelope is addressed to 'broadcast'",
-                               "envelope.to_agent")
+            raise RequestError("invalid_frame", "a broadcast envelope is addressed to 'broadcast'", "envelope.to_agent")
         recipients = [
-            record for record in self.registry.of_type(request.agent_type)
-            if not (request.exclude_self and record.agent_id == conn.agent_id)
+            record
+            for record in self.registry.of_type(request.agent_type)
+            if not (request.exclude_self and record.agent_id == agent_id)
         ]
         frame = Deliver(envelope=envelope).model_dump_json()
-        self._fanout(conn, request.id, envelope, {record.agent_id: frame for record in recipients})
+        self._fanout(conn, agent_id, request.id, envelope, {record.agent_id: frame for record in recipients})
 
-    def _topic_recipients(self, conn: Connection, envelope: Envelope) -> dict[str, str]:
+    def _topic_recipients(self, conn: Peer, agent_id: str, envelope: Envelope) -> dict[str, str]:
         """Deliver frames for each online subscriber of the envelope's topic, the sender left out."""
-        sender = self.registry.get(conn.agent_id)
+        sender = self._registered(agent_id)
         region = envelope.metadata.region or sender.region
         frames: dict[str, str] = {}
-        for subscription in self.subscriptions.matching(envelope.topic, sender.agent_type, region):
-            if (subscription.agent_id != conn.agent_id and subscription.agent_id not in frames
-                    and self.registry.online(subscription.agent_id)):
+        for subscription in self.subscriptions.matching(envelope.topic or "", sender.agent_type, region):
+            if (
+                subscription.agent_id != agent_id
+                and subscription.agent_id not in frames
+                and self.registry.online(subscription.agent_id)
+            ):
                 frames[subscription.agent_id] = Deliver(
-                    envelope=envelope, subscription_id=subscription.subscription_id).model_dump_json()
+                    envelope=envelope, subscription_id=subscription.subscription_id
+                ).model_dump_json()
         return frames
 
-    def _fanout(self, conn: Connection, ref: int, envelope: Envelope, frames: dict[str, str]) -> None:
+    def _fanout(self, conn: Peer, agent_id: str, ref: int, envelope: Envelope, frames: dict[str, str]) -> None:
         recipients = sorted(frames)
         if envelope.expired() or not recipients:
-            self._reply(conn, ref, FanoutResult(recipients=[] if envelope.expired() else recipients,
-                                                delivered_count=0, message_id=envelope.message_id))
+            self._reply(
+                conn,
+                ref,
+                FanoutResult(
+                    recipients=[] if envelope.expired() else recipients,
+                    delivered_count=0,
+                    message_id=envelope.message_id,
+                ),
+            )
             return
-        pending = PendingDelivery(conn, conn.agent_id, ref, envelope, recipients, fanout=True,
-                                  waiting=set(recipients))
+        pending = PendingDelivery(conn, agent_id, ref, envelope, recipients, fanout=True, waiting=set(recipients))
         self._start(pending, frames)
 
     def _publish_event(self, event_type: str, subject: AgentRecord) -> None:
@@ -315,30 +366,32 @@ class Router:
         )
         for subscription in self.subscriptions.matching(event_type, subject.agent_type, subject.region):
             target = self.registry.online(subscription.agent_id)
-            if target is not None and target.agent_id != subject.agent_id:
+            if target is not None and target.connection is not None and target.agent_id != subject.agent_id:
                 target.connection.offer(
                     Deliver(envelope=envelope, subscription_id=subscription.subscription_id).model_dump_json(),
-                    envelope.priority)
+                    envelope.priority,
+                )
 
-    def _subscribe(self, conn: Connection, request: SubscribeRequest) -> None:
-        subscription = self.subscriptions.add(conn.agent_id, request.topic, request.filter)
-        self.store.add_subscription(subscription.subscription_id, conn.agent_id, request.topic, request.filter)
+    def _subscribe(self, conn: Peer, agent_id: str, request: SubscribeRequest) -> None:
+        subscription = self.subscriptions.add(agent_id, request.topic, request.filter)
+        self.store.add_subscription(subscription.subscription_id, agent_id, request.topic, request.filter)
         self._reply(conn, request.id, SubscribeResult(subscription_id=subscription.subscription_id))
 
-    def _unsubscribe(self, conn: Connection, request: UnsubscribeRequest) -> None:
-        if not self.subscriptions.remove(conn.agent_id, request.subscription_id):
-            raise RequestError("unknown_subscription", f"no subscription {request.subscription_id!r}",
-                               "subscription_id")
+    def _unsubscribe(self, conn: Peer, agent_id: str, request: UnsubscribeRequest) -> None:
+        if not self.subscriptions.remove(agent_id, request.subscription_id):
+            raise RequestError(
+                "unknown_subscription", f"no subscription {request.subscription_id!r}", "subscription_id"
+            )
         self.store.remove_subscription(request.subscription_id)
         self._reply(conn, request.id, UnsubscribeResult(subscription_id=request.subscription_id))
 
-    def _ack(self, conn: Connection, ack: Ack) -> None:
+    def _ack(self, conn: Peer, agent_id: str, ack: Ack) -> None:
         pending = self._pending.get(ack.message_id)
-        if pending is not None and conn.agent_id in pending.waiting:
-            self._settle(pending, conn.agent_id, ack.accepted, ack.reason or "refused by recipient")
+        if pending is not None and agent_id in pending.waiting:
+            self._settle(pending, agent_id, ack.accepted, ack.reason or "refused by recipient")
         elif ack.accepted:
             # A late ack for a message the store kept after an ack timeout: it has arrived after all.
-            self.store.remove(conn.agent_id, ack.message_id)
+            self.store.remove(agent_id, ack.message_id)
 
     # --- deliveries ---------------------------------------------------------
 
@@ -347,16 +400,19 @@ class Router:
         envelope = pending.envelope
         for agent_id, frame in frames.items():
             target = self.registry.online(agent_id)
+            link = target.connection if target is not None else None
             dropped = lambda reason, agent_id=agent_id: self._settle(pending, agent_id, False, reason)  # noqa: E731
-            if target is None or not target.connection.offer(frame, envelope.priority, envelope.expires_at, dropped):
+            if link is None or not link.offer(frame, envelope.priority, envelope.expires_at, dropped):
                 pending.waiting.discard(agent_id)
-                pending.refusals[agent_id] = "offline" if target is None else "queue_full"
+                pending.refusals[agent_id] = "offline" if link is None else "queue_full"
         if pending.waiting:
-            self._deadlines.append((time.monotonic() + self.settings.ack_timeout, pending.envelope.message_id,
-                                    pending.serial))
+            self._deadlines.append(
+                (time.monotonic() + self.settings.ack_timeout, pending.envelope.message_id, pending.serial)
+            )
             if self._deadline_timer is None:
-                self._deadline_timer = asyncio.get_running_loop().call_later(self.settings.ack_timeout,
-                                                                             self._check_deadlines)
+                self._deadline_timer = asyncio.get_running_loop().call_later(
+                    self.settings.ack_timeout, self._check_deadlines
+                )
         else:
             self._finish(pending)
 
@@ -380,8 +436,9 @@ class Router:
                 self._ack_timeout(pending)
         self._deadline_timer = None
         if self._deadlines:
-            self._deadline_timer = asyncio.get_running_loop().call_later(self._deadlines[0][0] - now,
-                                                                         self._check_deadlines)
+            self._deadline_timer = asyncio.get_running_loop().call_later(
+                self._deadlines[0][0] - now, self._check_deadlines
+            )
 
     def _ack_timeout(self, pending: PendingDelivery) -> None:
         for agent_id in pending.waiting:
@@ -393,9 +450,11 @@ class Router:
         if self._pending.get(pending.envelope.message_id) is pending:
             del self._pending[pending.envelope.message_id]
         message_id = pending.envelope.message_id
+        result: FanoutResult | SendResult
         if pending.fanout:
-            result = FanoutResult(recipients=pending.recipients, delivered_count=len(pending.delivered),
-                                  message_id=message_id)
+            result = FanoutResult(
+                recipients=pending.recipients, delivered_count=len(pending.delivered), message_id=message_id
+            )
         else:
             (target,) = pending.recipients
             result = self._direct_result(pending, target)
@@ -416,13 +475,20 @@ class Router:
             return kept.model_copy(update={"reason": f"{reason}; {kept.reason}"})
         if pending.from_store:
             self.store.remove(target, message_id)  # refused or expired: the recipient has spoken
-        return SendResult(delivered=False, target_status="busy" if status == "online" else status,
-                          message_id=message_id, reason=reason)
+        return SendResult(
+            delivered=False,
+            target_status="busy" if status == "online" else status,
+            message_id=message_id,
+            reason=reason,
+        )
 
     # --- output -----------------------------------------------------------
 
-    def _waiter(self, conn: Connection, ref: int) -> Waiter:
-        return Waiter(conn.agent_id, conn, ref)
+    def _lock(self, conn: Peer, agent_id: str, request: LockRequest) -> None:
+        self.locks.request(Waiter(agent_id, conn, request.id), request)
+
+    def _barrier(self, conn: Peer, agent_id: str, request: BarrierRequest) -> None:
+        self.barriers.arrive(Waiter(agent_id, conn, request.id), request)
 
     def _answer(self, waiter: Waiter, outcome: BaseModel | ErrorInfo) -> None:
         if isinstance(outcome, ErrorInfo):
@@ -430,23 +496,30 @@ class Router:
         else:
             self._reply(waiter.connection, waiter.ref, outcome)
 
-    def _queue(self, conn: Connection, frame) -> None:
+    def _registered(self, agent_id: str) -> AgentRecord:
+        record = self.registry.online(agent_id)
+        if record is None:
+            raise RequestError("not_registered", "send a hello frame first")
+        return record
+
+    def _queue(self, conn: Peer, frame: BaseModel) -> None:
         if not conn.offer(frame.model_dump_json()) and not conn.closing:
             # A client that lets its queue fill with replies is not reading: drop it
             # rather than let it hold the router's memory.
             log.warning("closing %s: outgoing queue full", conn.agent_id)
             conn.close(CLOSE_NOT_READING, "outgoing queue full")
 
-    def _reply(self, conn: Connection, ref: int, data: BaseModel) -> None:
+    def _reply(self, conn: Peer, ref: int, data: BaseModel) -> None:
         self._queue(conn, Result(ref=ref, data=data.model_dump(mode="json")))
 
-    def _error(self, conn: Connection, ref: int | None, info: ErrorInfo) -> None:
+    def _error(self, conn: Peer, ref: int | None, info: ErrorInfo) -> None:
         self._queue(conn, ErrorFrame(ref=ref, error=info))
 
 
 def _hello_of(record: AgentRecord) -> Hello:
-    return Hello(agent_id=record.agent_id, agent_type=record.agent_type, capabilities=record.capabilities,
-                 region=record.region)
+    return Hello(
+        agent_id=record.agent_id, agent_type=record.agent_type, capabilities=record.capabilities, region=record.region
+    )
 
 
 def _frame_error(exc: ValidationError) -> ErrorInfo:

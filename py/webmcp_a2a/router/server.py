@@ -8,8 +8,14 @@ from .app import create_app
 from .settings import RouterSettings
 
 
-def uvicorn_config(settings: RouterSettings, host: str = "127.0.0.1", port: int = 8765, *,
-                   ws_deflate: bool = False, log_level: str = "info") -> uvicorn.Config:
+def uvicorn_config(
+    settings: RouterSettings,
+    host: str = "127.0.0.1",
+    port: int = 8765,
+    *,
+    ws_deflate: bool = False,
+    log_level: str = "info",
+) -> uvicorn.Config:
     """A uvicorn configuration serving :func:`~.app.create_app` for ``settings``.
 
     Per-message compression is off by default: frames are small JSON, and deflate

@@ -15,9 +15,7 @@ class RouterSettings(BaseModel):
     reply_limit: int = Field(
         10_000, ge=1, description="Replies waiting to be written to one connection; past it the client is dropped"
     )
-    ack_timeout: float = Field(
-        10.0, gt=0, description="Seconds the router waits for a recipient's acknowledgement"
-    )
+    ack_timeout: float = Field(10.0, gt=0, description="Seconds the router waits for a recipient's acknowledgement")
 
     store_path: str = Field(
         ":memory:", description="SQLite file for messages kept for absent agents, known agents and subscriptions"

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import sqlite3
 import time
-from typing import Iterator
+from collections.abc import Iterator
 
 from ..protocol import Envelope, Hello, SubscriptionFilter
 
@@ -87,11 +87,14 @@ class Store:
         """What is kept for ``recipient``, in the order it was accepted; expired messages are dropped."""
         if not self._held.get(recipient):
             return []
-        expired = self._db.execute("DELETE FROM stored_messages WHERE recipient = ? AND expires_at <= ? "
-                                   "RETURNING message_id", (recipient, time.time())).fetchall()
+        expired = self._db.execute(
+            "DELETE FROM stored_messages WHERE recipient = ? AND expires_at <= ? RETURNING message_id",
+            (recipient, time.time()),
+        ).fetchall()
         self._held[recipient].difference_update(message_id for (message_id,) in expired)
-        rows = self._db.execute("SELECT envelope FROM stored_messages WHERE recipient = ? ORDER BY seq",
-                                (recipient,)).fetchall()
+        rows = self._db.execute(
+            "SELECT envelope FROM stored_messages WHERE recipient = ? ORDER BY seq", (recipient,)
+        ).fetchall()
         return [Envelope.model_validate_json(envelope) for (envelope,) in rows]
 
     def remove(self, recipient: str, message_id: str) -> None:
@@ -99,8 +102,7 @@ class Store:
         if held is None or message_id not in held:
             return
         held.discard(message_id)
-        self._db.execute("DELETE FROM stored_messages WHERE recipient = ? AND message_id = ?",
-                         (recipient, message_id))
+        self._db.execute("DELETE FROM stored_messages WHERE recipient = ? AND message_id = ?", (recipient, message_id))
 
     def count(self, recipient: str) -> int:
         return len(self._held.get(recipient, ()))
@@ -123,16 +125,19 @@ class Store:
 
     # --- subscriptions -----------------------------------------------------------------
 
-    def add_subscription(self, subscription_id: str, agent_id: str, topic: str,
-                         filter: SubscriptionFilter | None) -> None:
-        self._db.execute("INSERT INTO subscriptions VALUES (?, ?, ?, ?)",
-                         (subscription_id, agent_id, topic, filter.model_dump_json() if filter else None))
+    def add_subscription(
+        self, subscription_id: str, agent_id: str, topic: str, filter: SubscriptionFilter | None
+    ) -> None:
+        self._db.execute(
+            "INSERT INTO subscriptions VALUES (?, ?, ?, ?)",
+            (subscription_id, agent_id, topic, filter.model_dump_json() if filter else None),
+        )
 
     def remove_subscription(self, subscription_id: str) -> None:
         self._db.execute("DELETE FROM subscriptions WHERE subscription_id = ?", (subscription_id,))
 
     def subscriptions(self) -> Iterator[tuple[str, str, str, SubscriptionFilter | None]]:
         for subscription_id, agent_id, topic, filter in self._db.execute(
-                "SELECT subscription_id, agent_id, topic, filter FROM subscriptions"):
+            "SELECT subscription_id, agent_id, topic, filter FROM subscriptions"
+        ):
             yield subscription_id, agent_id, topic, SubscriptionFilter.model_validate_json(filter) if filter else None
-

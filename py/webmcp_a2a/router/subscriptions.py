@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import uuid
+from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Iterator
 
 from ..protocol import Region, SubscriptionFilter
 
@@ -22,9 +22,7 @@ class Subscription:
             return True
         if self.filter.agent_type is not None and self.filter.agent_type != subject_type:
             return False
-        if self.filter.region is not None and (region is None or not self.filter.region.overlaps(region)):
-            return False
-        return True
+        return not (self.filter.region is not None and (region is None or not self.filter.region.overlaps(region)))
 
 
 class SubscriptionTable:
@@ -32,8 +30,9 @@ class SubscriptionTable:
         self._by_topic: dict[str, dict[str, Subscription]] = {}
         self._by_id: dict[str, Subscription] = {}
 
-    def add(self, agent_id: str, topic: str, filter: SubscriptionFilter | None,
-            subscription_id: str | None = None) -> Subscription:
+    def add(
+        self, agent_id: str, topic: str, filter: SubscriptionFilter | None, subscription_id: str | None = None
+    ) -> Subscription:
         subscription = Subscription(subscription_id or f"sub-{uuid.uuid4().hex[:16]}", agent_id, topic, filter)
         self._by_topic.setdefault(topic, {})[subscription.subscription_id] = subscription
         self._by_id[subscription.subscription_id] = subscription

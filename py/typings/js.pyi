@@ -1,0 +1,24 @@
+"""The page's global scope as Pyodide's ``js`` module offers it: only what the project uses."""
+
+from collections.abc import Callable
+from typing import Any
+
+from pyodide.ffi import JsProxy
+
+class Event(JsProxy):
+    type: str
+
+class MessageEvent(Event):
+    data: str
+
+class CloseEvent(Event):
+    code: int
+    reason: str
+
+class WebSocket(JsProxy):
+    @staticmethod
+    def new(url: str) -> WebSocket: ...
+    def send(self, data: str) -> None: ...
+    def close(self, code: int = ..., reason: str = ...) -> None: ...
+    def addEventListener(self, type: str, listener: Callable[[Any], None]) -> None: ...
+    def removeEventListener(self, type: str, listener: Callable[[Any], None]) -> None: ...

@@ -1,0 +1,1 @@
+"""The parts of ``static/fetch.py``, one job each: pins, download, verify, lockfile."""
