@@ -409,7 +409,13 @@ async def launch_browser(pw, *, user_data_dir: str | None = None):
 
 
 async def wait_for(page, expression: str, timeout: float = 90_000) -> None:
-    await page.wait_for_function(expression, timeout=timeout, polling=50)
+    """Poll ``expression`` every 50 ms until it is truthy (``evaluate``, not ``wait_for_function``,
+    whose ``eval`` the page's Content-Security-Policy refuses)."""
+    deadline = time.monotonic() + timeout / 1000
+    while not await page.evaluate(expression):
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"not true within {timeout / 1000:g}s: {expression}")
+        await asyncio.sleep(0.05)
 
 
 # --- command line --------------------------------------------------------------------------------

@@ -95,7 +95,7 @@ def measure(browser, base_url: str, mode: str, run: int) -> dict:
         page = context.new_page()
         page.add_init_script(PROBE)
         page.goto(f"{base_url}/?mode={mode}&agent_id=longtask-{mode}-{run}")
-        page.wait_for_function("document.documentElement.dataset.a2a === 'ready'", timeout=120_000)
+        page.wait_for_selector("html[data-a2a='ready']", state="attached", timeout=120_000)
         ready = page.evaluate("performance.getEntriesByName('a2a:ready')[0]?.startTime ?? performance.now()")
         page.wait_for_timeout(100)  # let the observer deliver the last entries
         longtasks = [

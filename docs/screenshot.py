@@ -25,7 +25,9 @@ def call_from_form(page, tool: str, arguments: str) -> None:
     page.select_option("#tool-name", tool)
     page.fill("#tool-args", arguments)
     page.click("#call-tool")
-    page.wait_for_function("!document.querySelector('#tool-result').textContent.startsWith('…')")
+    # Polled with evaluate: the page's CSP refuses the eval behind wait_for_function.
+    while page.evaluate("document.querySelector('#tool-result').textContent.startsWith('…')"):
+        page.wait_for_timeout(50)
 
 
 with sync_playwright() as playwright:
@@ -34,7 +36,7 @@ with sync_playwright() as playwright:
     bob = browser.new_page(viewport={"width": 1200, "height": 900})
     for page, query in ((bob, "agent_id=bob&agent_type=monitor"), (alice, "agent_id=alice&agent_type=executor")):
         page.goto(f"{BASE}/?{query}")
-        page.wait_for_function("document.documentElement.dataset.a2a === 'ready'", timeout=60_000)
+        page.wait_for_selector("html[data-a2a='ready']", state="attached", timeout=60_000)
     call_from_form(
         alice,
         "a2a_send_message",

@@ -21,6 +21,7 @@ Vocabulary:
 
 from __future__ import annotations
 
+import re
 import time
 import uuid
 from typing import Annotated, Any, Literal
@@ -157,6 +158,18 @@ ErrorCode = Literal[
     "invalid_arguments",  # a tool call whose arguments do not validate
     "not_connected",
     "internal",
+    # security (SECURITY.md): who may join, and the limits every connection lives within
+    "join_token_required",  # the router has a join token and the hello carries none
+    "bad_join_token",
+    "credential_required",  # the agent id belongs to whoever registered it first
+    "bad_credential",
+    "frame_too_deep",  # JSON nested deeper than MAX_JSON_DEPTH
+    "rate_limited",  # past the connection's frames or bytes per second
+    "too_many_connections",  # from one remote address
+    "too_many_agents",  # new agent ids from one address, or known agents in total
+    "too_many_subscriptions",  # of one agent, or topics in total
+    "signature_required",
+    "bad_signature",
 ]
 
 
@@ -212,8 +225,15 @@ def _exactly_one(model: BaseModel, first: str, second: str) -> None:
 # --- client -> router frames ------------------------------------------------
 
 
+Secret = Annotated[str, Field(min_length=1, max_length=256)]
+
+
 class Hello(_Model):
-    """First frame on a connection: who this agent is. Answered by ``welcome``."""
+    """First frame on a connection: who this agent is. Answered by ``welcome``.
+
+    An agent id belongs to whoever registered it first: the first ``welcome`` for an id carries
+    a ``credential``, and every later hello for that id must present it.
+    """
 
     type: Literal["hello"] = "hello"
     protocol: int = PROTOCOL_VERSION
@@ -221,6 +241,14 @@ class Hello(_Model):
     agent_type: AgentType
     capabilities: list[Capability] = Field(default_factory=list, max_length=64)
     region: Region | None = None
+    credential: Secret | None = Field(
+        None, repr=False, description="The secret the first welcome for this agent id carried"
+    )
+    join_token: Secret | None = Field(None, repr=False, description="The router's join token, when it requires one")
+
+    def public(self) -> Hello:
+        """This hello without its secrets (what the router keeps and shows)."""
+        return self.model_copy(update={"credential": None, "join_token": None})
 
 
 class SendRequest(_Model):
@@ -361,6 +389,9 @@ class Welcome(_Model):
     protocol: int = PROTOCOL_VERSION
     agent_id: AgentId
     max_frame_bytes: int
+    credential: Secret | None = Field(
+        None, repr=False, description="Only when this hello registered the agent id: present it to reconnect as this id"
+    )
 
 
 class Deliver(_Model):
@@ -459,6 +490,44 @@ class ReceivedMessage(Envelope):
 
     subscription_id: str | None = None
     received_at: float = Field(default_factory=time.time)
+
+
+MAX_JSON_DEPTH = 64
+"""Arrays and objects nest at most this deep in a frame: deeper ones are refused before any parser
+recurses into them (a recursive parser would run out of stack on ``[[[[...`` long before 64 KB)."""
+
+_JSON_STRUCTURE = re.compile(r'[\[\]{}"\\]')
+
+
+def json_too_deep(text: str, limit: int = MAX_JSON_DEPTH) -> bool:
+    """True when the JSON ``text`` nests arrays and objects deeper than ``limit``.
+
+    A linear scan that parses nothing (brackets inside strings do not count), so it is safe on
+    any input; frames with fewer brackets than ``limit`` are not scanned at all.
+    """
+    if text.count("[") + text.count("{") <= limit:
+        return False
+    depth = 0
+    in_string = False
+    escaped_at = -1  # the position a backslash in a string escapes
+    for match in _JSON_STRUCTURE.finditer(text):
+        char, at = match.group(), match.start()
+        if in_string:
+            if at == escaped_at:
+                continue
+            if char == "\\":
+                escaped_at = at + 1
+            elif char == '"':
+                in_string = False
+        elif char == '"':
+            in_string = True
+        elif char in "[{":
+            depth += 1
+            if depth > limit:
+                return True
+        elif char in "]}":
+            depth -= 1
+    return False
 
 
 def validation_error_info(exc: Exception, code: ErrorCode = "invalid_frame") -> ErrorInfo:

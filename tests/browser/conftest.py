@@ -19,10 +19,11 @@ import time
 import urllib.request
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from typing import Any
 from urllib.parse import urlparse
 
 import pytest
-from playwright.sync_api import Browser, BrowserContext, Page, Playwright
+from playwright.sync_api import Browser, BrowserContext, Frame, Page, Playwright
 
 from tests.conftest import ROOT, free_port
 
@@ -77,6 +78,21 @@ def server_url():
     process.wait(10)
 
 
+def wait_until(target: Page | Frame, expression: str, arg: Any = None, timeout: float = 30_000) -> Any:
+    """Poll ``expression`` (a JavaScript expression, or a function of ``arg``) until it is truthy.
+
+    Playwright's own ``wait_for_function`` evaluates its predicate with ``eval`` inside the page,
+    which the page's Content-Security-Policy forbids (no ``'unsafe-eval'``); ``evaluate`` goes
+    through the DevTools protocol, which CSP does not govern.
+    """
+    deadline = time.monotonic() + timeout / 1000
+    while not (value := target.evaluate(expression, arg)):
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"not true within {timeout / 1000:g}s: {expression}")
+        time.sleep(0.05)
+    return value
+
+
 @dataclass
 class Mesh:
     """A mode's browser context, its pages, and every off-machine request it tried."""
@@ -103,7 +119,7 @@ class Mesh:
         page = self.context.new_page()
         page.agent_id = agent_id  # type: ignore[attr-defined]  # the tests' own label on the page
         page.goto(f"{self.base_url}/?{query}")
-        page.wait_for_function("document.documentElement.dataset.a2a === 'ready'", timeout=READY_TIMEOUT_MS)
+        wait_until(page, "document.documentElement.dataset.a2a === 'ready'", timeout=READY_TIMEOUT_MS)
         self.pages[agent_id] = page
         return page
 

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import uuid
 
+from tests.browser.conftest import wait_until
+
 TOOLS = {"a2a_send_message", "a2a_broadcast", "a2a_subscribe", "a2a_inbox"}
 
 
@@ -150,7 +152,7 @@ def test_tool_form_calls_the_tool_and_logs_it(mesh, alice, bob):
         f'{{"target_agent_id": "{bob.agent_id}", "message_type": "notification", "payload": {{"from": "form"}}}}',
     )
     alice.click("#call-tool")
-    alice.wait_for_function("document.querySelector('#tool-result').textContent.includes('delivered')")
+    wait_until(alice, "document.querySelector('#tool-result').textContent.includes('delivered')")
     assert '"delivered": true' in alice.text_content("#tool-result")
     assert "tool a2a_send_message: Delivered" in alice.text_content("#log")
 

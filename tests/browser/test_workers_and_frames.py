@@ -18,7 +18,7 @@ from urllib.parse import urlencode
 
 import pytest
 
-from tests.browser.conftest import READY_TIMEOUT_MS
+from tests.browser.conftest import READY_TIMEOUT_MS, wait_until
 
 KEYS = ("main", "worker", "frame_a", "frame_b")
 WHERE = {"main": "main", "worker": "worker", "frame_a": "iframe", "frame_b": "iframe"}
@@ -72,7 +72,8 @@ class MeshPage:
 
     def wait_for_transport(self, keys, transport: str, timeout: float = 30) -> None:
         ids = [self.id(key) for key in keys]
-        self.page.wait_for_function(
+        wait_until(
+            self.page,
             """([ids, transport]) => ids.every((id) => window.mesh.hub.table().some(
                    (row) => row.agent_id === id && row.transport === transport && row.state === "connected"))""",
             arg=[ids, transport],
@@ -93,7 +94,7 @@ def mesh_page(mesh, router_gate):
         }
     )
     page.goto(f"{mesh.base_url}/web/mesh.html?{query}")
-    page.wait_for_function("document.documentElement.dataset.mesh === 'ready'", timeout=2 * READY_TIMEOUT_MS)
+    wait_until(page, "document.documentElement.dataset.mesh === 'ready'", timeout=2 * READY_TIMEOUT_MS)
     yield MeshPage(mesh, page)
     page.close()
 
@@ -309,14 +310,14 @@ def test_messages_from_another_origin_or_an_unknown_window_are_dropped_and_count
         }""",
             [forged_send, forged_deliver],
         )
-        page.wait_for_function("(n) => window.mesh.drops.foreign_origin > n", arg=top_before["foreign_origin"])
-        frame_a.wait_for_function("(n) => window.a2a.drops.foreign_origin > n", arg=frame_before["foreign_origin"])
+        wait_until(page, "(n) => window.mesh.drops.foreign_origin > n", arg=top_before["foreign_origin"])
+        wait_until(frame_a, "(n) => window.a2a.drops.foreign_origin > n", arg=frame_before["foreign_origin"])
         # Same origin, but a window the page does not host.
         page.frame(name="stranger").evaluate("(send) => parent.postMessage(send, location.origin)", forged_send)
-        page.wait_for_function("(n) => window.mesh.drops.unknown_source > n", arg=top_before["unknown_source"])
+        wait_until(page, "(n) => window.mesh.drops.unknown_source > n", arg=top_before["unknown_source"])
         # Malformed, from a hosted window.
         frame_a.evaluate("() => parent.postMessage({a2a: 'webmcp-a2a/1', kind: 'local-send'}, location.origin)")
-        page.wait_for_function("(n) => window.mesh.drops.malformed > n", arg=top_before["malformed"])
+        wait_until(page, "(n) => window.mesh.drops.malformed > n", arg=top_before["malformed"])
     finally:
         page.evaluate(
             "document.querySelectorAll('iframe[name=intruder], iframe[name=stranger]').forEach(f => f.remove())"
@@ -340,7 +341,7 @@ def test_the_websocket_coming_back_moves_agents_off_the_fallback_and_back(mesh, 
             status = mesh_page.call(key, "a2a_status", {})
             assert (status["transport"], status["fallback"], status["state"]) == ("websocket", False, "connected")
             assert status["switches"] >= 1
-        mesh_page.page.wait_for_function("!window.mesh.hub.relayOpen")  # nothing left to relay
+        wait_until(mesh_page.page, "!window.mesh.hub.relayOpen")  # nothing left to relay
         before = mesh_page.stats()
         sent = mesh.call(
             alice,
@@ -369,7 +370,7 @@ def test_a_relayed_iframe_agent_that_reloads_comes_back_on_the_fallback(mesh, me
     frame_b = mesh_page.frame_b
     with mesh_page.page.expect_event("framenavigated", predicate=lambda frame: frame.name == "frame-b"):
         frame_b.evaluate("setTimeout(() => location.reload())")
-    frame_b.wait_for_function("document.documentElement.dataset.a2a === 'ready'", timeout=READY_TIMEOUT_MS)
+    wait_until(frame_b, "document.documentElement.dataset.a2a === 'ready'", timeout=READY_TIMEOUT_MS)
     mesh_page.wait_for_transport(["frame_b"], "postmessage")
     assert mesh_page.call("frame_b", "a2a_status", {})["switches"] == 0  # a new runtime
     sent = mesh.call(

@@ -10,6 +10,7 @@ from webmcp_a2a.client.cpython import connect
 from webmcp_a2a.protocol import Hello
 
 _ids = itertools.count()
+_credentials: dict[tuple[str, str], str | None] = {}  # (router URL, agent id) -> its credential
 
 
 def unique(prefix: str) -> str:
@@ -23,8 +24,12 @@ async def agents(router_server):
     opened = []
 
     async def make(agent_type: str = "executor", url: str | None = None, **hello_fields):
-        hello_fields.setdefault("agent_id", unique(agent_type))
-        agent = await connect(url or router_server.ws_url, Hello(agent_type=agent_type, **hello_fields))
+        url = url or router_server.ws_url
+        agent_id = hello_fields.setdefault("agent_id", unique(agent_type))
+        # Coming back as an agent met before: present its credential, as its owner would.
+        hello_fields.setdefault("credential", _credentials.get((url, agent_id)))
+        agent = await connect(url, Hello(agent_type=agent_type, **hello_fields))
+        _credentials[(url, agent_id)] = agent.credential
         opened.append(agent)
         return agent
 

@@ -233,8 +233,8 @@ async def test_an_id_taken_for_good_stops_the_link(linked, agents, gate, router_
     agent.close()
     link.close()
     # another runtime is this agent now; a fresh link with the same id is refused three times, then stops
-    await agents(agent_id=agent.agent_id)
-    twin = Agent(Hello(agent_id=agent.agent_id, agent_type="executor"))
+    await agents(agent_id=agent.agent_id, credential=agent.credential)
+    twin = Agent(Hello(agent_id=agent.agent_id, agent_type="executor", credential=agent.credential))
     twin_link = RouterLink(
         twin, router_server.ws_url, open_websocket=CPythonWebSocket, first_delay=0.02, max_delay=0.05
     )
@@ -242,6 +242,22 @@ async def test_an_id_taken_for_good_stops_the_link(linked, agents, gate, router_
     await until(lambda: twin_link.refused is not None)
     assert (twin_link.refused or "").startswith("closed (4009")
     assert twin.state == "disconnected"
+
+
+async def test_a_refused_credential_stops_the_link_at_once(linked, router_server):
+    agent, link, _ = await linked()
+    await until(lambda: agent.state == "connected")
+    agent.close()
+    link.close()
+    await until(lambda: router_server.router.registry.online(agent.agent_id) is None)
+    impostor = Agent(Hello(agent_id=agent.agent_id, agent_type="executor", credential="not-the-owner"))
+    impostor_link = RouterLink(
+        impostor, router_server.ws_url, open_websocket=CPythonWebSocket, first_delay=0.02, max_delay=0.05
+    )
+    impostor_link.start()
+    await until(lambda: impostor_link.refused is not None)
+    assert (impostor_link.refused or "").startswith("closed (4001")
+    assert impostor_link.switches == 0
 
 
 class FakeHub:

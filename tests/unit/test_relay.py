@@ -25,8 +25,9 @@ class Host:
         text = frame if isinstance(frame, str) else json.dumps(frame)
         await self.websocket.send(json.dumps({"type": "relay", "agent_id": agent_id, "frame": text}))
 
-    async def hello(self, agent_id: str, agent_type: str = "executor") -> dict:
-        await self.relay(agent_id, Hello(agent_id=agent_id, agent_type=agent_type).model_dump_json())
+    async def hello(self, agent_id: str, agent_type: str = "executor", credential: str | None = None) -> dict:
+        hello = Hello(agent_id=agent_id, agent_type=agent_type, credential=credential)
+        await self.relay(agent_id, hello.model_dump_json())
         return await self.next_for(agent_id)
 
     async def unrelay(self, agent_id: str) -> None:
@@ -126,7 +127,7 @@ async def test_a_spoofed_sender_is_rejected_through_the_relay(raw, agents):
 
 async def test_a_host_cannot_take_the_identity_of_an_agent_online_elsewhere(raw, agents, router_server):
     relay_host, bob = await host(raw), await agents()
-    error = await relay_host.hello(bob.agent_id)
+    error = await relay_host.hello(bob.agent_id, credential=bob.credential)
     assert error["error"]["code"] == "agent_id_taken"
     closed = await relay_host.next_for(bob.agent_id)
     assert (closed["type"], closed["code"]) == ("relay_closed", 4009)
@@ -170,12 +171,13 @@ async def test_closing_the_host_takes_its_hosted_agents_offline(raw, router_serv
 async def test_unrelay_lets_the_agent_go_and_it_can_connect_directly(raw, agents, router_server):
     relay_host = await host(raw)
     hosted = unique("hosted")
-    await relay_host.hello(hosted)
+    welcome = await relay_host.hello(hosted)
     await relay_host.unrelay(hosted)
     closed = await relay_host.next_for(hosted)
     assert (closed["type"], closed["code"]) == ("relay_closed", 1000)
     assert router_server.router.registry.online(hosted) is None
-    direct = await agents(agent_id=hosted)  # the same agent, now on a socket of its own
+    # the same agent, now on a socket of its own
+    direct = await agents(agent_id=hosted, credential=welcome["credential"])
     assert direct.state == "connected"
     # unrelay of an agent the host does not carry is answered too (idempotent)
     await relay_host.unrelay(hosted)

@@ -30,8 +30,8 @@ async def inbox_of(agent, wait: float = 2.0):
     return (await agent.inbox(InboxArgs(wait_seconds=wait))).messages
 
 
-async def hello_frame(websocket, agent_id: str, agent_type: str = "executor") -> dict:
-    await websocket.send(Hello(agent_id=agent_id, agent_type=agent_type).model_dump_json())
+async def hello_frame(websocket, agent_id: str, agent_type: str = "executor", credential: str | None = None) -> dict:
+    await websocket.send(Hello(agent_id=agent_id, agent_type=agent_type, credential=credential).model_dump_json())
     return json.loads(await websocket.recv())
 
 
@@ -210,8 +210,8 @@ async def test_spoofed_sender_is_rejected(raw, agents):
 
 async def test_second_connection_with_an_online_id_is_refused(raw, agents):
     alice = await agents()
-    impostor = await raw()
-    reply = await hello_frame(impostor, alice.agent_id)
+    impostor = await raw()  # even one holding the credential: an id is online once
+    reply = await hello_frame(impostor, alice.agent_id, credential=alice.credential)
     assert reply["error"]["code"] == "agent_id_taken"
     with pytest.raises(websockets.ConnectionClosed) as closed:
         await impostor.recv()

@@ -16,8 +16,11 @@ export const DEFAULT_MODE = "worker";
 
 export function pageConfig(params = new URLSearchParams(location.search)) {
   const region = params.get("region")?.split(",").map(Number);
+  const agentId = params.get("agent_id") || sessionAgentId();
   return {
-    agent_id: params.get("agent_id") || sessionAgentId(),
+    agent_id: agentId,
+    credential: storedCredential(agentId),
+    join_token: params.get("token") || null,
     agent_type: params.get("agent_type") || "executor",
     capabilities: params.get("capabilities")?.split(",").filter(Boolean) ?? [],
     region: region?.length === 4 ? { x: region[0], y: region[1], width: region[2], height: region[3] } : null,
@@ -56,7 +59,21 @@ function sessionAgentId() {
   return id;
 }
 
+// An agent id belongs to whoever registered it first: the router's first welcome carries a
+// credential that every later hello for the id must present. This origin keeps it per agent id,
+// so a reload, another tab or this page's worker and iframes can come back as the same agent.
+const CREDENTIAL_KEY = "a2a.credential.";
+
+export function storedCredential(agentId) {
+  return localStorage.getItem(CREDENTIAL_KEY + agentId);
+}
+
 export function emit(kind, detail) {
+  if (kind === "credential") {
+    // A secret: kept, never dispatched to page scripts.
+    localStorage.setItem(CREDENTIAL_KEY + detail.agent_id, detail.credential);
+    return;
+  }
   window.dispatchEvent(new CustomEvent(`a2a:${kind}`, { detail }));
 }
 

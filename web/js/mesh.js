@@ -9,7 +9,7 @@
  * For tests: `window.mesh` = {ids, hub, drops, ready, main, worker}.
  */
 
-import { boot, defaultRouterUrl } from "./boot.js";
+import { boot, defaultRouterUrl, storedCredential } from "./boot.js";
 import { drops } from "./channel.js";
 import { Hub } from "./hub.js";
 import { whenConnected } from "./placement.js";
@@ -36,6 +36,8 @@ function config({ agent_id, agent_type, router }, where) {
   return {
     agent_id,
     agent_type,
+    credential: storedCredential(agent_id),
+    join_token: params.get("token") || null,
     capabilities: [],
     region: null,
     router_url: router || defaultRouterUrl(),

@@ -46,6 +46,7 @@ from .postmessage import HostUplink, PostMessageTransport
 
 log = logging.getLogger("webmcp_a2a.browser.fallback")
 
+CLOSE_UNAUTHORIZED = 4001
 CLOSE_AGENT_ID_TAKEN = 4009
 MAX_REFUSALS = 3
 
@@ -264,11 +265,12 @@ class RouterLink:
             self._changed(reason=reason, retry_in=round(delay, 2))
 
     def _refused(self, reason: str) -> bool:
-        if not reason.startswith(f"closed ({CLOSE_AGENT_ID_TAKEN}"):
-            return False
-        self._refusals += 1
-        if self._refusals < MAX_REFUSALS:
-            return False  # maybe the router has not yet seen this agent's previous connection end
+        if reason.startswith(f"closed ({CLOSE_AGENT_ID_TAKEN}"):
+            self._refusals += 1
+            if self._refusals < MAX_REFUSALS:
+                return False  # maybe the router has not yet seen this agent's previous connection end
+        elif not reason.startswith(f"closed ({CLOSE_UNAUTHORIZED}"):
+            return False  # join token or credential refused: the same hello cannot succeed
         self.refused = reason
         self.close()
         self._changed(reason=reason)

@@ -74,6 +74,8 @@ class Bridge(Protocol):
 class PageConfig(BaseModel):
     agent_id: AgentId
     agent_type: AgentType
+    credential: str | None = Field(None, repr=False, description="This agent id's credential, kept by the page")
+    join_token: str | None = Field(None, repr=False, description="The router's join token (the page's ?token=)")
     capabilities: list[Capability] = Field(default_factory=list)
     region: Region | None = None
     router_url: str
@@ -94,6 +96,8 @@ class PageAgent:
                 agent_type=config.agent_type,
                 capabilities=config.capabilities,
                 region=config.region,
+                credential=config.credential,
+                join_token=config.join_token,
             )
         )
         self.connected = asyncio.Event()
@@ -172,6 +176,11 @@ class PageAgent:
         self.bridge.emit("message", message.model_dump_json())
 
     def _state_changed(self, state: str) -> None:
+        credential = self.agent.credential
+        if state == "connected" and credential is not None and credential != self.config.credential:
+            # The router gave this id to this agent: the page keeps the credential (boot.js).
+            self.config = self.config.model_copy(update={"credential": credential})
+            self.bridge.emit("credential", json.dumps({"agent_id": self.agent.agent_id, "credential": credential}))
         if state == "connected":
             self.connected.set()
         else:

@@ -139,6 +139,11 @@ class Agent:
     def agent_type(self) -> str:
         return self.core.hello.agent_type
 
+    @property
+    def credential(self) -> str | None:
+        """The secret that proves this agent owns its id (given by the router's first welcome)."""
+        return self.core.hello.credential
+
     # --- transport side ---------------------------------------------------------
 
     def connection_made(self, transport: Transport) -> None:

@@ -10,7 +10,7 @@ library) and under Pyodide (over the browser's WebSocket).
 from __future__ import annotations
 
 from collections import OrderedDict
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from pydantic import ValidationError
@@ -35,6 +35,7 @@ class Welcomed:
 
     agent_id: str
     max_frame_bytes: int
+    credential: str | None = field(default=None, repr=False)  # only when this hello registered the id
 
 
 @dataclass(frozen=True)
@@ -157,9 +158,12 @@ class ClientCore:
                 self._outbox.pop(frame.ref, None)
             self._events.append(Failed(frame.ref, frame.error))
         elif isinstance(frame, Welcome):
+            if frame.credential is not None:
+                # The id is ours now: every later hello (a reconnect) presents the credential.
+                self.hello = self.hello.model_copy(update={"credential": frame.credential})
             self.welcomed = True
             self._outgoing.extend(self._outbox.values())
-            self._events.append(Welcomed(frame.agent_id, frame.max_frame_bytes))
+            self._events.append(Welcomed(frame.agent_id, frame.max_frame_bytes, frame.credential))
 
     def events_received(self) -> list[Event]:
         events, self._events = self._events, []

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from pathlib import Path
 from typing import Any
 
 import websockets
@@ -26,6 +27,7 @@ from .backoff import Backoff
 
 log = logging.getLogger("webmcp_a2a.client")
 
+CLOSE_UNAUTHORIZED = 4001
 CLOSE_AGENT_ID_TAKEN = 4009
 _reconnectors: set[asyncio.Task[None]] = set()  # strong references, so a running loop is not collected
 
@@ -70,9 +72,28 @@ class WebSocketsTransport:
             pass
 
 
-async def connect(url: str, hello: Hello, *, reconnect: bool = True, **agent_options: Any) -> Agent:
-    """Open a connection, say hello, and wait for the router's welcome."""
+async def connect(
+    url: str,
+    hello: Hello,
+    *,
+    reconnect: bool = True,
+    credential_file: str | Path | None = None,
+    **agent_options: Any,
+) -> Agent:
+    """Open a connection, say hello, and wait for the router's welcome.
+
+    The first welcome for an agent id carries its credential; later hellos for the id must
+    present it (``hello.credential``). With ``credential_file`` the credential is read from that
+    file when the hello has none, and written there (mode 0600) when the router issues one, so a
+    backend agent keeps its id across restarts.
+    """
+    if credential_file is not None:
+        credential_file = Path(credential_file)
+        if hello.credential is None and credential_file.exists():
+            hello = hello.model_copy(update={"credential": credential_file.read_text().strip()})
     agent = Agent(hello, **agent_options)
+    if credential_file is not None:
+        _keep_credential(agent, credential_file)
     first = await _open(url, agent)
     if reconnect:
         task = asyncio.create_task(_stay_connected(url, agent, first))
@@ -80,6 +101,19 @@ async def connect(url: str, hello: Hello, *, reconnect: bool = True, **agent_opt
         task.add_done_callback(_reconnectors.discard)
     await agent.welcomed()
     return agent
+
+
+def _keep_credential(agent: Agent, path: Path) -> None:
+    saved = agent.credential
+
+    def save(state: str) -> None:
+        nonlocal saved
+        if state == "connected" and agent.credential is not None and agent.credential != saved:
+            path.touch(mode=0o600)
+            path.write_text(agent.credential + "\n")
+            saved = agent.credential
+
+    agent.on_state(save)
 
 
 async def _open(url: str, agent: Agent) -> WebSocketsTransport:
@@ -93,8 +127,8 @@ async def _stay_connected(url: str, agent: Agent, transport: WebSocketsTransport
     backoff = Backoff()
     while True:
         code = await transport.closed
-        if agent.closed or code == CLOSE_AGENT_ID_TAKEN:
-            return
+        if agent.closed or code in (CLOSE_AGENT_ID_TAKEN, CLOSE_UNAUTHORIZED):
+            return  # the same hello would be refused again
         while not agent.closed:
             await asyncio.sleep(backoff.next_delay())
             try:

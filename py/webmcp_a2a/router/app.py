@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from starlette.applications import Starlette
+from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import FileResponse, JSONResponse, RedirectResponse, Response
 from starlette.routing import Mount, Route, WebSocketRoute
@@ -20,6 +21,8 @@ from starlette.staticfiles import StaticFiles
 from starlette.websockets import WebSocket, WebSocketDisconnect
 
 from .connection import Connection
+from .http_security import OriginGate, SecurityHeaders, content_security_policy
+from .limits import RateLimit
 from .routing import Router
 from .settings import RouterSettings
 
@@ -69,11 +72,21 @@ def create_app(
     static_dir = static_dir or PROJECT_DIR / "static"
 
     async def a2a_socket(websocket: WebSocket) -> None:
+        # The Origin was checked before this runs (OriginGate): only allowed pages, or no browser, get here.
         await websocket.accept()
+        settings = router.settings
         conn = Connection(
-            websocket.send_text, _closer(websocket), router.settings.queue_limit, router.settings.reply_limit
+            websocket.send_text,
+            _closer(websocket),
+            settings.queue_limit,
+            settings.reply_limit,
+            remote=websocket.client.host if websocket.client else "unknown",
+            rate=RateLimit(settings),
         )
         writer = asyncio.create_task(_write_until_gone(conn))
+        if not router.connection_opened(conn):
+            await writer  # writes the refusal, then closes
+            return
         try:
             while True:
                 message = await websocket.receive()
@@ -104,6 +117,10 @@ def create_app(
         return FileResponse(web_dir / "index.html", headers={"Cache-Control": "no-cache"})
 
     app = Starlette(
+        middleware=[
+            Middleware(OriginGate, allowed=router.settings.allowed_origins),
+            Middleware(SecurityHeaders, csp=content_security_policy(router.settings.allowed_origins)),
+        ],
         routes=[
             Route("/", index),
             Route("/index.html", lambda request: RedirectResponse("/")),
@@ -113,7 +130,7 @@ def create_app(
             Mount("/web", NoCacheStaticFiles(directory=web_dir), name="web"),
             # Pinned, hash-named-by-version assets: the browser may cache them.
             Mount("/static", StaticFiles(directory=static_dir, check_dir=False), name="static"),
-        ]
+        ],
     )
     app.state.router = router
     return app

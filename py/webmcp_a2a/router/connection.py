@@ -21,7 +21,10 @@ import time
 from collections import deque
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
+
+if TYPE_CHECKING:
+    from .limits import RateLimit
 
 CONTROL_PRIORITY = 11  # above critical (10): results and errors are never stuck behind deliveries
 _HIGHEST_FIRST = tuple(range(CONTROL_PRIORITY, 0, -1))
@@ -34,6 +37,8 @@ class Peer(Protocol):
     hosted agent's virtual one (:class:`~.relay.RelayedConnection`)."""
 
     agent_id: str | None
+    remote: str  # the remote address, for per-address limits and logs
+    rate: RateLimit | None  # None: the frames come inside another connection's, which pays for them
 
     @property
     def closing(self) -> bool: ...
@@ -68,6 +73,9 @@ class Connection:
         close: Callable[[int, str], Awaitable[None]],
         queue_limit: int,
         reply_limit: int = 10_000,
+        *,
+        remote: str = "local",
+        rate: RateLimit | None = None,
     ) -> None:
         self._send_text = send_text
         self._close = close
@@ -78,6 +86,8 @@ class Connection:
         self._ready = asyncio.Event()
         self._close_with: tuple[int, str] | None = None
         self.agent_id: str | None = None
+        self.remote = remote
+        self.rate = rate
 
     @property
     def closing(self) -> bool:

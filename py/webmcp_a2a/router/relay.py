@@ -34,8 +34,9 @@ import json
 import logging
 from typing import Any, Protocol
 
-from ..protocol import ErrorCode, ErrorFrame, ErrorInfo, Relay, RelayClosed, Relayed, Unrelay
+from ..protocol import ErrorCode, ErrorFrame, ErrorInfo, Relay, RelayClosed, Relayed, Unrelay, json_too_deep
 from .connection import CONTROL_PRIORITY, DropCallback, Peer
+from .limits import RateLimit
 
 log = logging.getLogger("webmcp_a2a.router.relay")
 
@@ -64,6 +65,8 @@ class RelayedConnection:
         self.host = host
         self.hosted_id = hosted_id
         self.agent_id: str | None = None  # set by the router when the hosted agent's hello is accepted
+        self.remote = host.remote
+        self.rate: RateLimit | None = None  # the host's relay frames pay for the hosted agent's
         self._closed = False
 
     @property
@@ -155,6 +158,8 @@ class RelayTable:
 
 
 def _peek(text: str) -> dict[str, Any] | None:
+    if json_too_deep(text):
+        return None  # the router refuses it (frame_too_deep) when it reads the frame
     try:
         value = json.loads(text)
     except ValueError:

@@ -20,7 +20,7 @@ import itertools
 import json
 import logging
 import time
-from collections import deque
+from collections import Counter, deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -30,6 +30,7 @@ from pydantic import BaseModel, ValidationError
 from ..protocol import (
     BROADCAST,
     CLIENT_FRAME,
+    MAX_JSON_DEPTH,
     RESERVED_AGENT_IDS,
     ROUTER_AGENT_ID,
     TOPIC_PREFIX,
@@ -55,10 +56,14 @@ from ..protocol import (
     UnsubscribeRequest,
     UnsubscribeResult,
     Welcome,
+    json_too_deep,
     validation_error_info,
 )
 from .connection import Peer
 from .coordination import Barriers, Locks, Waiter
+from .errors import RequestError
+from .identity import Gate
+from .limits import ErrorLog
 from .registry import AgentIdTaken, AgentRecord, Registry
 from .relay import RELAY_FRAMES, RelayTable
 from .settings import RouterSettings
@@ -69,16 +74,10 @@ log = logging.getLogger("webmcp_a2a.router")
 _serials = itertools.count()
 
 # WebSocket close codes (4000-4999 are the application's own).
+CLOSE_POLICY = 1008  # over a per-address limit
+CLOSE_UNAUTHORIZED = 4001  # join token or credential missing or wrong: retrying the same hello cannot help
 CLOSE_AGENT_ID_TAKEN = 4009
 CLOSE_NOT_READING = 4008
-
-
-class RequestError(Exception):
-    """A request that cannot be served; answered with an error frame carrying ``ref``."""
-
-    def __init__(self, code: str, message: str, field: str | None = None) -> None:
-        super().__init__(message)
-        self.info = ErrorInfo(code=code, message=message, field=field)
 
 
 @dataclass(eq=False)
@@ -104,7 +103,18 @@ class PendingDelivery:
 class Router:
     def __init__(self, settings: RouterSettings | None = None) -> None:
         self.settings = settings or RouterSettings()
-        self.store = Store(self.settings.store_path, self.settings.store_limit_per_agent, self.settings.store_ttl)
+        settings = self.settings
+        self.store = Store(
+            settings.store_path,
+            settings.store_limit_per_agent,
+            settings.store_ttl,
+            settings.store_bytes_per_agent,
+            settings.store_bytes_total,
+        )
+        self.gate = Gate(settings, self.store)
+        self.connections_by_address: Counter[str] = Counter()
+        self._counted: set[Peer] = set()  # connections counted in connections_by_address
+        self._error_log = ErrorLog(settings.error_log_interval, log)
         self.registry = Registry()
         self.subscriptions = SubscriptionTable()
         self.locks = Locks(self._answer)
@@ -132,12 +142,36 @@ class Router:
 
     # --- connection lifecycle -------------------------------------------
 
+    def connection_opened(self, conn: Peer) -> bool:
+        """Count a new socket against its address's limit; False (and the connection closing) when over it."""
+        if self.connections_by_address[conn.remote] >= self.settings.max_connections_per_address:
+            self._error(
+                conn,
+                None,
+                ErrorInfo(
+                    code="too_many_connections",
+                    message=f"{conn.remote} has {self.settings.max_connections_per_address} connections open already",
+                ),
+            )
+            conn.close(CLOSE_POLICY, "too many connections")
+            return False
+        self.connections_by_address[conn.remote] += 1
+        self._counted.add(conn)
+        return True
+
     def receive(self, conn: Peer, text: str) -> None:
         """Handle one text frame from ``conn``."""
+        if conn.rate is not None and (exceeded := conn.rate.admit(len(text))) is not None:
+            self._error(conn, None, ErrorInfo(code="rate_limited", message=f"over this connection's {exceeded}"))
+            return
         limit = self.settings.max_frame_bytes
         # A str of n characters is n to 4n bytes in UTF-8: encode only when it could matter.
         if len(text) > limit or (len(text) * 4 > limit and len(text.encode()) > limit):
             self._error(conn, None, ErrorInfo(code="frame_too_large", message=f"frame exceeds {limit} bytes"))
+            return
+        if json_too_deep(text):
+            message = f"JSON nested deeper than {MAX_JSON_DEPTH} levels"
+            self._error(conn, None, ErrorInfo(code="frame_too_deep", message=message))
             return
         try:
             frame = CLIENT_FRAME.validate_json(text)
@@ -164,6 +198,11 @@ class Router:
         self._error(conn, None, ErrorInfo(code="binary_not_supported", message="frames are JSON text"))
 
     def connection_closed(self, conn: Peer) -> None:
+        if conn in self._counted:
+            self._counted.discard(conn)
+            self.connections_by_address[conn.remote] -= 1
+            if not self.connections_by_address[conn.remote]:
+                del self.connections_by_address[conn.remote]
         self.relays.host_closed(conn)  # the agents it hosted go with it
         agent_id = conn.agent_id
         if agent_id is None:
@@ -188,6 +227,13 @@ class Router:
         if hello.agent_id in RESERVED_AGENT_IDS:
             raise RequestError("invalid_frame", f"agent id {hello.agent_id!r} is reserved", "agent_id")
         try:
+            new_id = self.gate.admit(hello, conn.remote)
+        except RequestError as refused:
+            # Nothing is registered, stored or delivered for a refused hello.
+            self._error(conn, None, refused.info)
+            conn.close(CLOSE_UNAUTHORIZED, refused.info.code)
+            return
+        try:
             record = self.registry.connect(hello, conn)
         except AgentIdTaken:
             self._error(
@@ -202,8 +248,10 @@ class Router:
             conn.close(CLOSE_AGENT_ID_TAKEN, "agent id taken")
             return
         conn.agent_id = hello.agent_id
+        credential = self.gate.issue(hello.agent_id, conn.remote) if new_id else None
         self.store.remember_agent(hello, record.last_seen)
-        self._queue(conn, Welcome(agent_id=hello.agent_id, max_frame_bytes=self.settings.max_frame_bytes))
+        welcome = Welcome(agent_id=hello.agent_id, max_frame_bytes=self.settings.max_frame_bytes, credential=credential)
+        self._queue(conn, welcome)
         log.info("agent %s (%s) registered", hello.agent_id, hello.agent_type)
         for envelope in self.store.waiting_for(hello.agent_id):
             self._deliver(None, envelope.from_agent, 0, envelope, record, from_store=True)
@@ -373,6 +421,11 @@ class Router:
                 )
 
     def _subscribe(self, conn: Peer, agent_id: str, request: SubscribeRequest) -> None:
+        if self.subscriptions.count(agent_id) >= self.settings.max_subscriptions_per_agent:
+            limit = self.settings.max_subscriptions_per_agent
+            raise RequestError("too_many_subscriptions", f"an agent has at most {limit} subscriptions", "topic")
+        if not self.subscriptions.has_topic(request.topic) and self.subscriptions.topics() >= self.settings.max_topics:
+            raise RequestError("too_many_subscriptions", f"the router has {self.settings.max_topics} topics", "topic")
         subscription = self.subscriptions.add(agent_id, request.topic, request.filter)
         self.store.add_subscription(subscription.subscription_id, agent_id, request.topic, request.filter)
         self._reply(conn, request.id, SubscribeResult(subscription_id=subscription.subscription_id))
@@ -513,6 +566,7 @@ class Router:
         self._queue(conn, Result(ref=ref, data=data.model_dump(mode="json")))
 
     def _error(self, conn: Peer, ref: int | None, info: ErrorInfo) -> None:
+        self._error_log.note(conn.remote, info.code)
         self._queue(conn, ErrorFrame(ref=ref, error=info))
 
 

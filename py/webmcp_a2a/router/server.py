@@ -5,6 +5,7 @@ from __future__ import annotations
 import uvicorn
 
 from .app import create_app
+from .http_security import server_origins
 from .settings import RouterSettings
 
 
@@ -22,6 +23,8 @@ def uvicorn_config(
     state costs ~41 KB of memory per connection and 10-25 % of the router's CPU per
     message (bench/README.md).
     """
+    own = [origin for origin in server_origins(host, port) if origin not in settings.allowed_origins]
+    settings = settings.model_copy(update={"allowed_origins": [*settings.allowed_origins, *own]})
     return uvicorn.Config(
         create_app(settings),
         host=host,

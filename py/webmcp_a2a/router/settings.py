@@ -22,6 +22,37 @@ class RouterSettings(BaseModel):
     )
     store_limit_per_agent: int = Field(10_000, ge=0, description="Messages kept for one absent agent at most")
     store_ttl: float = Field(7 * 86400, gt=0, description="Seconds a kept message without its own expiry lives")
+    store_bytes_per_agent: int = Field(
+        64 * 1024 * 1024, ge=0, description="Bytes of messages kept for one absent agent at most"
+    )
+    store_bytes_total: int = Field(1024 * 1024 * 1024, ge=0, description="Bytes of kept messages in all at most")
+
+    # --- who may join (SECURITY.md) ---------------------------------------------------------
+    allowed_origins: list[str] = Field(
+        default_factory=list,
+        description="Browser origins whose pages may open the WebSocket; the server's own are added when served",
+    )
+    join_tokens: list[str] = Field(
+        default_factory=list, repr=False, description="When any: every hello must carry one of them"
+    )
+    provisioned_agents: dict[str, str] = Field(
+        default_factory=dict, repr=False, description="Agent ids the operator owns already, with their credentials"
+    )
+
+    # --- limits (each refusal names itself; SECURITY.md) -----------------------------------
+    rate_frames: float = Field(5000, gt=0, description="Frames per second one connection may send (sustained)")
+    rate_bytes: float = Field(8 * 1024 * 1024, gt=0, description="Bytes per second one connection may send")
+    rate_burst_seconds: float = Field(2.0, gt=0, description="Bursts of this many seconds' worth are allowed")
+    max_connections_per_address: int = Field(1024, ge=1, description="Open connections from one remote address")
+    max_new_agents_per_address: int = Field(
+        10_000, ge=1, description="Agent ids one remote address may register while the router runs"
+    )
+    max_agents: int = Field(100_000, ge=1, description="Agent ids the router knows (owns credentials for) in all")
+    max_subscriptions_per_agent: int = Field(256, ge=1, description="Subscriptions of one agent")
+    max_topics: int = Field(10_000, ge=1, description="Topics with subscribers, in all")
+    error_log_interval: float = Field(
+        10.0, gt=0, description="Seconds between log lines about one address's refused frames"
+    )
 
     @property
     def transport_max_bytes(self) -> int:

@@ -33,6 +33,12 @@ CREATE TABLE IF NOT EXISTS agents (
     hello TEXT NOT NULL,
     last_seen REAL NOT NULL
 );
+CREATE TABLE IF NOT EXISTS credentials (
+    agent_id TEXT PRIMARY KEY,
+    salt BLOB NOT NULL,
+    digest BLOB NOT NULL,
+    created REAL NOT NULL
+);
 CREATE TABLE IF NOT EXISTS subscriptions (
     subscription_id TEXT PRIMARY KEY,
     agent_id TEXT NOT NULL,
@@ -43,19 +49,32 @@ CREATE TABLE IF NOT EXISTS subscriptions (
 
 
 class Store:
-    def __init__(self, path: str = ":memory:", per_agent_limit: int = 10_000, default_ttl: float = 7 * 86400):
+    def __init__(
+        self,
+        path: str = ":memory:",
+        per_agent_limit: int = 10_000,
+        default_ttl: float = 7 * 86400,
+        per_agent_bytes: int = 64 * 1024 * 1024,
+        total_bytes: int = 1024 * 1024 * 1024,
+    ):
         self.per_agent_limit = per_agent_limit
         self.default_ttl = default_ttl
+        self.per_agent_bytes = per_agent_bytes
+        self.total_bytes = total_bytes
         # Autocommit: each statement is durable on its own. The router may be built in one
         # thread and served in another, but it is only ever used by one event loop at a time.
         self._db = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
         self._db.execute("PRAGMA journal_mode=WAL")
         self._db.execute("PRAGMA synchronous=NORMAL")
         self._db.executescript(_SCHEMA)
-        # An index of what is stored, so the hot path (a delivered message) asks no query.
-        self._held: dict[str, set[str]] = {}
-        for recipient, message_id in self._db.execute("SELECT recipient, message_id FROM stored_messages"):
-            self._held.setdefault(recipient, set()).add(message_id)
+        # An index of what is stored (and its size), so the hot path (a delivered message) asks no query.
+        self._held: dict[str, dict[str, int]] = {}
+        self._bytes: dict[str, int] = {}
+        self.stored_bytes = 0
+        for recipient, message_id, size in self._db.execute(
+            "SELECT recipient, message_id, length(envelope) FROM stored_messages"
+        ):
+            self._note(recipient, message_id, size)
 
     def close(self) -> None:
         self._db.close()
@@ -63,22 +82,39 @@ class Store:
     # --- messages for absent agents ------------------------------------------------
 
     def put(self, recipient: str, envelope: Envelope) -> bool:
-        """Keep ``envelope`` for ``recipient``; False when its share of the store is full.
+        """Keep ``envelope`` for ``recipient``; False when its share of the store (messages or
+        bytes) or the whole store is full.
 
         Storing the same message twice (a sender's resend) keeps one copy.
         """
-        held = self._held.setdefault(recipient, set())
+        held = self._held.get(recipient, {})
         if envelope.message_id in held:
             return True
-        if len(held) >= self.per_agent_limit:
+        text = envelope.model_dump_json()
+        size = len(text)
+        if (
+            len(held) >= self.per_agent_limit
+            or self._bytes.get(recipient, 0) + size > self.per_agent_bytes
+            or self.stored_bytes + size > self.total_bytes
+        ):
             return False
         expires_at = envelope.expires_at or time.time() + self.default_ttl
         self._db.execute(
             "INSERT OR IGNORE INTO stored_messages (recipient, message_id, expires_at, envelope) VALUES (?, ?, ?, ?)",
-            (recipient, envelope.message_id, expires_at, envelope.model_dump_json()),
+            (recipient, envelope.message_id, expires_at, text),
         )
-        held.add(envelope.message_id)
+        self._note(recipient, envelope.message_id, size)
         return True
+
+    def _note(self, recipient: str, message_id: str, size: int) -> None:
+        self._held.setdefault(recipient, {})[message_id] = size
+        self._bytes[recipient] = self._bytes.get(recipient, 0) + size
+        self.stored_bytes += size
+
+    def _unnote(self, recipient: str, message_id: str) -> None:
+        size = self._held[recipient].pop(message_id)
+        self._bytes[recipient] -= size
+        self.stored_bytes -= size
 
     def holds(self, recipient: str, message_id: str) -> bool:
         return message_id in self._held.get(recipient, ())
@@ -91,7 +127,8 @@ class Store:
             "DELETE FROM stored_messages WHERE recipient = ? AND expires_at <= ? RETURNING message_id",
             (recipient, time.time()),
         ).fetchall()
-        self._held[recipient].difference_update(message_id for (message_id,) in expired)
+        for (message_id,) in expired:
+            self._unnote(recipient, message_id)
         rows = self._db.execute(
             "SELECT envelope FROM stored_messages WHERE recipient = ? ORDER BY seq", (recipient,)
         ).fetchall()
@@ -101,7 +138,7 @@ class Store:
         held = self._held.get(recipient)
         if held is None or message_id not in held:
             return
-        held.discard(message_id)
+        self._unnote(recipient, message_id)
         self._db.execute("DELETE FROM stored_messages WHERE recipient = ? AND message_id = ?", (recipient, message_id))
 
     def count(self, recipient: str) -> int:
@@ -113,11 +150,35 @@ class Store:
         self._db.execute(
             "INSERT INTO agents (agent_id, hello, last_seen) VALUES (?, ?, ?) "
             "ON CONFLICT (agent_id) DO UPDATE SET hello = excluded.hello, last_seen = excluded.last_seen",
-            (hello.agent_id, hello.model_dump_json(), last_seen),
+            (hello.agent_id, hello.public().model_dump_json(), last_seen),
         )
 
     def forget_agent(self, agent_id: str) -> None:
+        """Forget an agent entirely: its record, credential, subscriptions and kept messages."""
+        for message_id in list(self._held.get(agent_id, {})):
+            self._unnote(agent_id, message_id)
         self._db.execute("DELETE FROM agents WHERE agent_id = ?", (agent_id,))
+        self._db.execute("DELETE FROM credentials WHERE agent_id = ?", (agent_id,))
+        self._db.execute("DELETE FROM subscriptions WHERE agent_id = ?", (agent_id,))
+        self._db.execute("DELETE FROM stored_messages WHERE recipient = ?", (agent_id,))
+
+    # --- credentials (salted digests only: the secrets themselves are never stored) -------------
+
+    def credential(self, agent_id: str) -> tuple[bytes, bytes] | None:
+        """The (salt, digest) of ``agent_id``'s credential, or None when nobody owns the id."""
+        row = self._db.execute("SELECT salt, digest FROM credentials WHERE agent_id = ?", (agent_id,)).fetchone()
+        return (bytes(row[0]), bytes(row[1])) if row else None
+
+    def set_credential(self, agent_id: str, salt: bytes, digest: bytes) -> None:
+        self._db.execute(
+            "INSERT INTO credentials VALUES (?, ?, ?, ?) "
+            "ON CONFLICT (agent_id) DO UPDATE SET salt = excluded.salt, digest = excluded.digest",
+            (agent_id, salt, digest, time.time()),
+        )
+
+    def credential_count(self) -> int:
+        (count,) = self._db.execute("SELECT count(*) FROM credentials").fetchone()
+        return int(count)
 
     def known_agents(self) -> Iterator[tuple[Hello, float]]:
         for hello, last_seen in self._db.execute("SELECT hello, last_seen FROM agents ORDER BY last_seen"):

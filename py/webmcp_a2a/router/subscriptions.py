@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import uuid
+from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass
 
@@ -29,6 +30,7 @@ class SubscriptionTable:
     def __init__(self) -> None:
         self._by_topic: dict[str, dict[str, Subscription]] = {}
         self._by_id: dict[str, Subscription] = {}
+        self._per_agent: Counter[str] = Counter()
 
     def add(
         self, agent_id: str, topic: str, filter: SubscriptionFilter | None, subscription_id: str | None = None
@@ -36,6 +38,7 @@ class SubscriptionTable:
         subscription = Subscription(subscription_id or f"sub-{uuid.uuid4().hex[:16]}", agent_id, topic, filter)
         self._by_topic.setdefault(topic, {})[subscription.subscription_id] = subscription
         self._by_id[subscription.subscription_id] = subscription
+        self._per_agent[agent_id] += 1
         return subscription
 
     def remove(self, agent_id: str, subscription_id: str) -> bool:
@@ -44,11 +47,23 @@ class SubscriptionTable:
         if subscription is None or subscription.agent_id != agent_id:
             return False
         del self._by_id[subscription_id]
+        self._per_agent[agent_id] -= 1
         topic = self._by_topic[subscription.topic]
         del topic[subscription_id]
         if not topic:
             del self._by_topic[subscription.topic]
         return True
+
+    def count(self, agent_id: str) -> int:
+        """How many subscriptions ``agent_id`` has."""
+        return self._per_agent[agent_id]
+
+    def has_topic(self, topic: str) -> bool:
+        return topic in self._by_topic
+
+    def topics(self) -> int:
+        """How many topics have subscribers."""
+        return len(self._by_topic)
 
     def matching(self, topic: str, subject_type: str | None, region: Region | None) -> Iterator[Subscription]:
         for subscription in list(self._by_topic.get(topic, {}).values()):
