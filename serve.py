@@ -9,6 +9,7 @@ to choose the agent's identity).
 from __future__ import annotations
 
 import argparse
+import json
 import logging
 import sys
 from pathlib import Path
@@ -18,43 +19,67 @@ sys.path.insert(0, str(Path(__file__).resolve().parent / "py"))
 import uvicorn
 
 from webmcp_a2a.router import RouterSettings
+from webmcp_a2a.router.identity import MIN_PROVISIONED_LENGTH
 from webmcp_a2a.router.server import uvicorn_config
+from webmcp_a2a.router.store import Store
+
+# Flags that set the router setting of the same meaning; type, default and help come from the
+# setting itself (webmcp_a2a/router/settings.py), so they are written once.
+SETTING_FLAGS = {
+    "--max-frame-bytes": "max_frame_bytes",
+    "--queue-limit": "queue_limit",
+    "--ack-timeout": "ack_timeout",
+    "--store-limit": "store_limit_per_agent",
+    "--store-bytes-per-agent": "store_bytes_per_agent",
+    "--store-bytes-total": "store_bytes_total",
+    "--rate-frames": "rate_frames",
+    "--rate-bytes": "rate_bytes",
+    "--max-connections-per-address": "max_connections_per_address",
+    "--max-new-agents-per-address": "max_new_agents_per_address",
+    "--max-agents": "max_agents",
+    "--max-subscriptions-per-agent": "max_subscriptions_per_agent",
+    "--max-topics": "max_topics",
+}
+LOOPBACK = ("127.0.0.1", "localhost", "::1")
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
-    defaults = RouterSettings()
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
     parser.add_argument("--host", default="127.0.0.1", help="interface to listen on (default: %(default)s)")
     parser.add_argument("--port", type=int, default=8765, help="port to listen on (default: %(default)s)")
     parser.add_argument(
-        "--max-frame-bytes",
-        type=int,
-        default=defaults.max_frame_bytes,
-        help="largest frame the router reads (default: %(default)s)",
-    )
-    parser.add_argument(
-        "--queue-limit",
-        type=int,
-        default=defaults.queue_limit,
-        help="frames queued per connection before deliveries are refused (default: %(default)s)",
-    )
-    parser.add_argument(
-        "--ack-timeout",
-        type=float,
-        default=defaults.ack_timeout,
-        help="seconds to wait for a recipient's acknowledgement (default: %(default)s)",
-    )
-    parser.add_argument(
         "--store",
         default="a2a-store.sqlite3",
-        help="SQLite file keeping messages for absent agents, known agents and subscriptions "
+        help="SQLite file keeping messages for absent agents, known agents, their credentials and subscriptions "
         "across restarts; ':memory:' keeps nothing (default: %(default)s)",
     )
-    parser.add_argument(
-        "--store-limit",
-        type=int,
-        default=defaults.store_limit_per_agent,
-        help="messages kept for one absent agent at most (default: %(default)s)",
+    for flag, name in SETTING_FLAGS.items():
+        field = RouterSettings.model_fields[name]
+        kind = int if field.annotation is int else float
+        parser.add_argument(flag, type=kind, default=field.default, help=f"{field.description} (default: %(default)s)")
+    security = parser.add_argument_group("who may join (SECURITY.md)")
+    security.add_argument(
+        "--allow-origin",
+        action="append",
+        default=[],
+        metavar="ORIGIN",
+        help="also let pages from ORIGIN (scheme://host:port) open the router's WebSocket; repeatable "
+        "(the server's own origins are always allowed)",
+    )
+    security.add_argument(
+        "--token", action="append", default=[], help="join token every hello must carry (?token= in the page)"
+    )
+    security.add_argument("--tokens-file", type=Path, help="file of join tokens, one a line (# starts a comment)")
+    security.add_argument(
+        "--agents-file",
+        type=Path,
+        help='JSON {"agent id": "credential", ...}: agent ids the operator owns already (credentials of '
+        f"{MIN_PROVISIONED_LENGTH}+ characters)",
+    )
+    security.add_argument(
+        "--release-agent",
+        metavar="AGENT_ID",
+        help="forget AGENT_ID's owner, kept messages and subscriptions in --store, then exit",
     )
     parser.add_argument(
         "--ws-deflate",
@@ -65,16 +90,39 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     return parser.parse_args(argv)
 
 
+def _lines(path: Path) -> list[str]:
+    return [line.strip() for line in path.read_text().splitlines() if line.strip() and not line.startswith("#")]
+
+
+def settings_of(args: argparse.Namespace) -> RouterSettings:
+    tokens = [*args.token, *(_lines(args.tokens_file) if args.tokens_file else [])]
+    agents = json.loads(args.agents_file.read_text()) if args.agents_file else {}
+    return RouterSettings(
+        store_path=args.store,
+        allowed_origins=args.allow_origin,
+        join_tokens=tokens,
+        provisioned_agents=agents,
+        **{name: getattr(args, name) for name in SETTING_FLAGS.values()},
+    )
+
+
 def main(argv: list[str] | None = None) -> None:
     args = parse_args(argv)
-    settings = RouterSettings(
-        max_frame_bytes=args.max_frame_bytes,
-        queue_limit=args.queue_limit,
-        ack_timeout=args.ack_timeout,
-        store_path=args.store,
-        store_limit_per_agent=args.store_limit,
-    )
+    if args.release_agent:
+        store = Store(args.store)
+        store.forget_agent(args.release_agent)
+        store.close()
+        print(f"webmcp-a2a: released agent id {args.release_agent!r} in {args.store}")
+        return
+    settings = settings_of(args)
     logging.basicConfig(level=args.log_level.upper(), format="%(levelname)s %(name)s: %(message)s")
+    if args.host not in LOOPBACK and not settings.join_tokens:
+        print(
+            f"webmcp-a2a: WARNING: listening on {args.host} without a join token: anyone who reaches this port "
+            "can join the mesh (see SECURITY.md; give --token)",
+            file=sys.stderr,
+            flush=True,
+        )
     config = uvicorn_config(settings, args.host, args.port, ws_deflate=args.ws_deflate, log_level=args.log_level)
     server = uvicorn.Server(config)
     print(f"webmcp-a2a: open http://{args.host}:{args.port}/  (router at ws://{args.host}:{args.port}/a2a)", flush=True)

@@ -363,7 +363,9 @@ class Server:
 
 def project_server() -> Server:
     """The product as shipped: ``serve.py`` (router + page + assets on one uvicorn)."""
-    return Server("router", [PYTHON, str(ROOT / "serve.py"), "--port", "{port}", "--log-level", "warning"])
+    # The load generator opens up to thousands of agents from one loopback address.
+    argv = [PYTHON, str(ROOT / "serve.py"), "--port", "{port}", "--log-level", "warning"]
+    return Server("router", [*argv, "--max-connections-per-address", "100000"])
 
 
 def baseline_server() -> Server:

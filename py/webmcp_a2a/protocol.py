@@ -246,10 +246,6 @@ class Hello(_Model):
     )
     join_token: Secret | None = Field(None, repr=False, description="The router's join token, when it requires one")
 
-    def public(self) -> Hello:
-        """This hello without its secrets (what the router keeps and shows)."""
-        return self.model_copy(update={"credential": None, "join_token": None})
-
 
 class SendRequest(_Model):
     """Deliver an envelope to one agent or to a topic's subscribers."""

@@ -150,7 +150,7 @@ class Store:
         self._db.execute(
             "INSERT INTO agents (agent_id, hello, last_seen) VALUES (?, ?, ?) "
             "ON CONFLICT (agent_id) DO UPDATE SET hello = excluded.hello, last_seen = excluded.last_seen",
-            (hello.agent_id, hello.public().model_dump_json(), last_seen),
+            (hello.agent_id, hello.model_dump_json(exclude={"credential", "join_token"}), last_seen),
         )
 
     def forget_agent(self, agent_id: str) -> None:
