@@ -56,7 +56,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     for flag, name in SETTING_FLAGS.items():
         field = RouterSettings.model_fields[name]
         kind = int if field.annotation is int else float
-        parser.add_argument(flag, type=kind, default=field.default, help=f"{field.description} (default: %(default)s)")
+        parser.add_argument(
+            flag, dest=name, type=kind, default=field.default, help=f"{field.description} (default: %(default)s)"
+        )
     security = parser.add_argument_group("who may join (SECURITY.md)")
     security.add_argument(
         "--allow-origin",

@@ -1,0 +1,44 @@
+"""serve.py's flags: each one sets the router setting it names."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+
+from tests.conftest import ROOT
+
+spec = importlib.util.spec_from_file_location("serve", ROOT / "serve.py")
+assert spec is not None
+assert spec.loader is not None
+serve = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(serve)
+
+
+def test_every_limit_flag_sets_its_setting():
+    args = serve.parse_args(["--store-limit", "7", "--rate-frames", "12.5", "--max-topics", "3", "--ack-timeout", "2"])
+    settings = serve.settings_of(args)
+    assert (settings.store_limit_per_agent, settings.rate_frames, settings.max_topics) == (7, 12.5, 3)
+    assert settings.ack_timeout == 2.0
+
+
+def test_join_tokens_and_provisioned_agents_come_from_flags_and_files(tmp_path):
+    tokens = tmp_path / "tokens"
+    tokens.write_text("# team tokens\nfrom-file-token\n\n")
+    agents = tmp_path / "agents.json"
+    agents.write_text(json.dumps({"ops-bot": "a-long-enough-secret-0123456789"}))
+    args = serve.parse_args(
+        [
+            "--token",
+            "flag-token",
+            "--tokens-file",
+            str(tokens),
+            "--agents-file",
+            str(agents),
+            "--allow-origin",
+            "https://a.example",
+        ]
+    )
+    settings = serve.settings_of(args)
+    assert settings.join_tokens == ["flag-token", "from-file-token"]
+    assert settings.provisioned_agents == {"ops-bot": "a-long-enough-secret-0123456789"}
+    assert settings.allowed_origins == ["https://a.example"]
