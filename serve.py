@@ -79,6 +79,17 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         f"{MIN_PROVISIONED_LENGTH}+ characters)",
     )
     security.add_argument(
+        "--signing",
+        action="store_true",
+        help="sign and check every envelope with per-agent HMAC-SHA256 keys, handed to each agent in its welcome",
+    )
+    security.add_argument(
+        "--signing-keys", type=Path, help='JSON {"agent id": "key", ...}: keys the operator gives (turns signing on)'
+    )
+    security.add_argument(
+        "--require-signatures", action="store_true", help="refuse every envelope its sender did not sign"
+    )
+    security.add_argument(
         "--release-agent",
         metavar="AGENT_ID",
         help="forget AGENT_ID's owner, kept messages and subscriptions in --store, then exit",
@@ -104,6 +115,9 @@ def settings_of(args: argparse.Namespace) -> RouterSettings:
         allowed_origins=args.allow_origin,
         join_tokens=tokens,
         provisioned_agents=agents,
+        signing=args.signing,
+        signing_keys=json.loads(args.signing_keys.read_text()) if args.signing_keys else {},
+        require_signatures=args.require_signatures,
         **{name: getattr(args, name) for name in SETTING_FLAGS.values()},
     )
 

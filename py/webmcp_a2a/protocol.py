@@ -21,6 +21,9 @@ Vocabulary:
 
 from __future__ import annotations
 
+import hashlib
+import hmac
+import json
 import re
 import time
 import uuid
@@ -129,6 +132,42 @@ class Envelope(_Model):
 
     def expired(self, now: float | None = None) -> bool:
         return self.expires_at is not None and (time.time() if now is None else now) >= self.expires_at
+
+
+# --- signatures -------------------------------------------------------------------
+# When the router signs (``serve.py --signing``), every agent gets an HMAC-SHA256 key in its
+# welcome. A sender signs each envelope it sends with its key; the router checks that signature,
+# then signs the envelope again with the *recipient's* key before delivering it, so a recipient
+# checks with its own key that the envelope is exactly what its sender's runtime sent and that it
+# came through the router. The signature covers the canonical form below.
+
+
+def canonical_envelope(envelope: Envelope) -> bytes:
+    """The bytes an envelope's signature covers.
+
+    Every field but ``signature`` (``message_id``, ``timestamp``, ``from_agent``, ``to_agent``,
+    ``message_type``, ``priority``, ``payload``, ``metadata`` with ``region``, ``capabilities``
+    and ``correlation_id``, ``expires_at``), as pydantic's JSON mode dumps them, written as JSON
+    with the keys of every object (``payload`` included, at any depth) sorted, no whitespace,
+    non-ASCII characters as themselves, encoded in UTF-8. Numbers are written as Python's ``json``
+    module writes them (the router and the page both run Python).
+    """
+    # Envelope's own fields only: a ReceivedMessage (an Envelope and then some) checks the same.
+    fields = envelope.model_dump(mode="json", include=_SIGNED_FIELDS)
+    return json.dumps(fields, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()
+
+
+_SIGNED_FIELDS = set(Envelope.model_fields) - {"signature"}
+
+
+def sign_envelope(envelope: Envelope, key: bytes) -> str:
+    """HMAC-SHA256 of :func:`canonical_envelope` under ``key``, in hex."""
+    return hmac.new(key, canonical_envelope(envelope), hashlib.sha256).hexdigest()
+
+
+def signature_valid(envelope: Envelope, key: bytes) -> bool:
+    """True when ``envelope.signature`` is :func:`sign_envelope` of it under ``key``."""
+    return envelope.signature is not None and hmac.compare_digest(envelope.signature, sign_envelope(envelope, key))
 
 
 class SubscriptionFilter(_Model):
@@ -245,6 +284,7 @@ class Hello(_Model):
         None, repr=False, description="The secret the first welcome for this agent id carried"
     )
     join_token: Secret | None = Field(None, repr=False, description="The router's join token, when it requires one")
+    require_signatures: bool = Field(False, description="Refuse messages to this agent that its sender did not sign")
 
 
 class SendRequest(_Model):
@@ -385,6 +425,9 @@ class Welcome(_Model):
     protocol: int = PROTOCOL_VERSION
     agent_id: AgentId
     max_frame_bytes: int
+    signing_key: Secret | None = Field(
+        None, repr=False, description="When the router signs: this agent's HMAC-SHA256 key, in hex"
+    )
     credential: Secret | None = Field(
         None, repr=False, description="Only when this hello registered the agent id: present it to reconnect as this id"
     )

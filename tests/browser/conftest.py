@@ -43,39 +43,43 @@ READY_TIMEOUT_MS = 60_000
 _page_ids = itertools.count()
 
 
-@pytest.fixture(scope="session")
-def server_url():
-    """``serve.py`` itself, as a user runs it, on a free port."""
+@contextlib.contextmanager
+def serving(*flags: str) -> Iterator[str]:
+    """``serve.py`` itself, as a user runs it, on a free port, with ``flags``; yields its URL."""
     port = free_port()
-    process = subprocess.Popen(
-        [
-            sys.executable,
-            str(ROOT / "serve.py"),
-            "--port",
-            str(port),
-            "--ack-timeout",
-            "5",
-            "--log-level",
-            "warning",
-            "--store",
-            ":memory:",
-        ],
-        cwd=ROOT,
-    )
+    argv = [
+        sys.executable,
+        str(ROOT / "serve.py"),
+        "--port",
+        str(port),
+        "--log-level",
+        "warning",
+        "--store",
+        ":memory:",
+    ]
+    process = subprocess.Popen([*argv, *flags], cwd=ROOT)
     url = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + 20
-    while True:
-        try:
-            urllib.request.urlopen(f"{url}/healthz", timeout=1).read()
-            break
-        except OSError:
-            if time.monotonic() > deadline or process.poll() is not None:
-                process.kill()
-                raise RuntimeError("serve.py did not come up") from None
-            time.sleep(0.1)
-    yield url
-    process.terminate()
-    process.wait(10)
+    try:
+        while True:
+            try:
+                urllib.request.urlopen(f"{url}/healthz", timeout=1).read()
+                break
+            except OSError:
+                if time.monotonic() > deadline or process.poll() is not None:
+                    raise RuntimeError("serve.py did not come up") from None
+                time.sleep(0.1)
+        yield url
+    finally:
+        process.terminate()
+        process.wait(10)
+
+
+@pytest.fixture(scope="session")
+def server_url() -> Iterator[str]:
+    """The server every browser test shares."""
+    with serving("--ack-timeout", "5") as url:
+        yield url
 
 
 def wait_until(target: Page | Frame, expression: str, arg: Any = None, timeout: float = 30_000) -> Any:

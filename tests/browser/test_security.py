@@ -3,14 +3,16 @@ other sites cannot open the router."""
 
 from __future__ import annotations
 
+import json
 import threading
 import uuid
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
+from playwright.sync_api import Page
 
-from tests.browser.conftest import READY_TIMEOUT_MS, wait_until
+from tests.browser.conftest import READY_TIMEOUT_MS, serving, wait_until
 from tests.conftest import free_port
 
 READY = "document.documentElement.dataset.a2a === 'ready'"
@@ -82,3 +84,40 @@ def test_a_page_of_another_site_cannot_open_the_router(mesh, server_url, other_s
         assert outcome == "closed 1006"  # the upgrade was answered 403
     finally:
         page.close()
+
+
+@pytest.fixture(scope="module")
+def signing_server() -> Iterator[str]:
+    with serving("--require-signatures") as url:
+        yield url
+
+
+def test_page_agents_sign_what_they_send_and_get_envelopes_signed_for_them(mesh, signing_server):
+    def open_on_signing_router(name: str) -> Page:
+        page = mesh.context.new_page()
+        page.goto(f"{signing_server}/?agent_id={name}-{mesh.mode}&agent_type=executor&mode=main")
+        wait_until(page, READY, timeout=READY_TIMEOUT_MS)
+        return page
+
+    alice, bob = open_on_signing_router("signed-alice"), open_on_signing_router("signed-bob")
+    try:
+        sent = mesh.call(
+            alice,
+            "a2a_send_message",
+            {"target_agent_id": f"signed-bob-{mesh.mode}", "message_type": "notification", "payload": {"n": 1}},
+        )
+        assert sent["structuredContent"]["delivered"] is True  # the router requires signatures: alice signed
+        (message,) = mesh.call(bob, "a2a_inbox", {"wait_seconds": 5})["structuredContent"]["messages"]
+        assert len(message["signature"]) == 64
+        # bob's runtime checks it with its own key, as any recipient can (protocol.signature_valid)
+        check = f"""
+import js
+from webmcp_a2a.protocol import ReceivedMessage, signature_valid
+message = ReceivedMessage.model_validate_json({json.dumps(json.dumps(message))})
+signature_valid(message, js.window.a2a.agent.agent.core.signing_key)
+"""
+        checked = bob.evaluate("(code) => window.a2a.pyodide.runPython(code)", check)
+        assert checked is True
+    finally:
+        alice.close()
+        bob.close()

@@ -17,8 +17,20 @@ from websockets.asyncio.client import ClientConnection
 from tests.conftest import ROOT, eventually, running_router
 from tests.unit.conftest import unique
 from webmcp_a2a.client.agent import RouterError
+from webmcp_a2a.client.core import ClientCore
 from webmcp_a2a.client.cpython import connect
-from webmcp_a2a.protocol import Hello, InboxArgs, SendMessageArgs, SubscriptionFilter
+from webmcp_a2a.protocol import (
+    Deliver,
+    Envelope,
+    Hello,
+    InboxArgs,
+    SendMessageArgs,
+    SendRequest,
+    SubscriptionFilter,
+    Welcome,
+    sign_envelope,
+    signature_valid,
+)
 
 EVIL = "http://evil.example"
 
@@ -354,3 +366,99 @@ async def test_repeated_refusals_are_logged_once_per_interval_not_per_frame(capl
                 assert json.loads(await websocket.recv())["error"]["code"] == "malformed_frame"
     lines = [record.getMessage() for record in caplog.records if "refused frames from" in record.getMessage()]
     assert lines == ["refused frames from 127.0.0.1: 1 malformed_frame"]
+
+
+# --- signed envelopes -------------------------------------------------------------------------------
+
+
+def signed_send(envelope: Envelope, key: bytes, request_id: int = 1) -> str:
+    envelope.signature = sign_envelope(envelope, key)
+    return SendRequest(id=request_id, envelope=envelope).model_dump_json()
+
+
+async def test_with_signing_on_each_recipient_gets_envelopes_signed_with_its_own_key():
+    with running_router(signing=True) as server:
+        alice = await connect(server.ws_url, Hello(agent_id="alice", agent_type="executor"), reconnect=False)
+        bob = await connect(server.ws_url, Hello(agent_id="bob", agent_type="executor"), reconnect=False)
+        assert alice.signs
+        assert bob.signs
+        assert alice.core.signing_key != bob.core.signing_key
+        assert (await alice.send_message(note("bob", text="signed"))).delivered is True
+        (message,) = (await bob.inbox(InboxArgs(wait_seconds=2))).messages
+        assert bob.core.signing_key is not None
+        assert signature_valid(message, bob.core.signing_key)
+        assert alice.core.signing_key is not None
+        assert not signature_valid(message, alice.core.signing_key)
+        alice.close()
+        bob.close()
+
+
+async def test_a_tampered_envelope_is_refused():
+    with running_router(signing=True) as server:
+        bob = await connect(server.ws_url, Hello(agent_id="bob", agent_type="executor"), reconnect=False)
+        async with websockets.connect(server.ws_url) as alice:
+            key = bytes.fromhex((await say_hello(alice, "alice"))["signing_key"])
+            envelope = Envelope(from_agent="alice", to_agent="bob", message_type="notification", payload={"pay": 10})
+            frame = json.loads(signed_send(envelope, key))
+            frame["envelope"]["payload"]["pay"] = 1_000_000  # changed after signing
+            await alice.send(json.dumps(frame))
+            reply = json.loads(await alice.recv())
+            assert (reply["error"]["code"], reply["error"]["field"]) == ("bad_signature", "envelope.signature")
+        assert (await bob.inbox(InboxArgs(wait_seconds=0.3))).messages == []
+        bob.close()
+
+
+async def test_an_unsigned_message_to_an_agent_that_requires_signatures_is_refused():
+    with running_router(signing=True) as server:
+        hello = Hello(agent_id="careful", agent_type="executor", require_signatures=True)
+        careful = await connect(server.ws_url, hello, reconnect=False)
+        async with websockets.connect(server.ws_url) as sloppy:
+            await say_hello(sloppy, "sloppy")
+            unsigned = Envelope(to_agent="careful", message_type="notification", payload={})
+            await sloppy.send(SendRequest(id=1, envelope=unsigned).model_dump_json())
+            reply = json.loads(await sloppy.recv())
+            assert (reply["error"]["code"], reply["error"]["field"]) == ("signature_required", "envelope.signature")
+        signer = await connect(server.ws_url, Hello(agent_id="signer", agent_type="executor"), reconnect=False)
+        assert (await signer.send_message(note("careful"))).delivered is True  # the client signs
+        careful.close()
+        signer.close()
+
+
+async def test_a_router_that_requires_signatures_refuses_every_unsigned_envelope():
+    with running_router(require_signatures=True) as server:
+        async with websockets.connect(server.ws_url) as websocket:
+            await say_hello(websocket, "unsigned")
+            envelope = Envelope(to_agent="broadcast", message_type="notification", payload={})
+            await websocket.send(
+                json.dumps({"type": "broadcast", "id": 3, "envelope": envelope.model_dump(mode="json")})
+            )
+            assert json.loads(await websocket.recv())["error"]["code"] == "signature_required"
+
+
+async def test_operator_keys_are_handed_out_and_derived_keys_survive_a_restart(tmp_path):
+    store = str(tmp_path / "store.sqlite3")
+    given = "operator-key-0123456789abcdef"
+    credentials: dict[str, str] = {}
+    keys: dict[str, list[str]] = {"ops": [], "other": []}
+    for _ in range(2):  # the same store, two router runs
+        with running_router(store_path=store, signing_keys={"ops": given}) as server:
+            for agent_id in keys:
+                async with websockets.connect(server.ws_url) as websocket:
+                    welcome = await say_hello(websocket, agent_id, credential=credentials.get(agent_id))
+                    credentials.setdefault(agent_id, welcome["credential"])
+                    keys[agent_id].append(welcome["signing_key"])
+    assert keys["ops"] == [given.encode().hex()] * 2
+    assert keys["other"][0] == keys["other"][1]  # derived from the router's stored secret
+
+
+def test_a_client_refuses_a_delivery_whose_signature_does_not_check():
+    core = ClientCore(Hello(agent_id="bob", agent_type="executor"))
+    core.connect()
+    core.receive(Welcome(agent_id="bob", max_frame_bytes=65536, signing_key=(b"k" * 32).hex()).model_dump_json())
+    core.data_to_send()
+    forged = Envelope(from_agent="alice", to_agent="bob", message_type="notification", payload={})
+    forged.signature = sign_envelope(forged, b"not bob's key")
+    core.receive(Deliver(envelope=forged).model_dump_json())
+    (ack,) = [json.loads(frame) for frame in core.data_to_send()]
+    assert (ack["accepted"], ack["reason"]) == (False, "bad_signature")
+    assert [type(event).__name__ for event in core.events_received()] == ["Welcomed", "Failed"]

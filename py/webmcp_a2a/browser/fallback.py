@@ -292,7 +292,12 @@ class RouterLink:
                     "local-ack", message_id=ack["message_id"], accepted=ack["accepted"], reason=ack.get("reason")
                 )
                 return True
-        elif self.peers and text.startswith(_SEND_PREFIX) and json.loads(text)["envelope"]["to_agent"] in self.peers:
+        elif (
+            self.peers
+            and not self.agent.signs  # signed messages go through the router, which signs for the recipient
+            and text.startswith(_SEND_PREFIX)
+            and json.loads(text)["envelope"]["to_agent"] in self.peers
+        ):
             self.local_sent += 1
             uplink.post("local-send", frame=text)
             return True

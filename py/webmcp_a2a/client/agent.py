@@ -140,6 +140,11 @@ class Agent:
         return self.core.hello.agent_type
 
     @property
+    def signs(self) -> bool:
+        """True when the router signs: this agent signs what it sends and checks what it receives."""
+        return self.core.signing_key is not None
+
+    @property
     def credential(self) -> str | None:
         """The secret that proves this agent owns its id (given by the router's first welcome)."""
         return self.core.hello.credential

@@ -18,6 +18,7 @@ from pydantic import ValidationError
 from ..protocol import (
     ROUTER_FRAME,
     Ack,
+    BroadcastRequest,
     Deliver,
     ErrorFrame,
     ErrorInfo,
@@ -25,7 +26,10 @@ from ..protocol import (
     ReceivedMessage,
     RequestFrame,
     Result,
+    SendRequest,
     Welcome,
+    sign_envelope,
+    signature_valid,
 )
 
 
@@ -84,6 +88,7 @@ class ClientCore:
         self._seen: OrderedDict[str, None] = OrderedDict()
         self._outbox: dict[int, str] = {}
         self.welcomed = False
+        self.signing_key: bytes | None = None  # given by the welcome when the router signs
 
     @property
     def outbox_size(self) -> int:
@@ -109,6 +114,10 @@ class ClientCore:
         request_id = self._next_id
         self._next_id += 1
         frame.id = request_id
+        if self.signing_key is not None and isinstance(frame, (SendRequest, BroadcastRequest)):
+            # Signed as the router will see it: with this agent as the sender.
+            frame.envelope.from_agent = self.hello.agent_id
+            frame.envelope.signature = sign_envelope(frame.envelope, self.signing_key)
         text = frame.model_dump_json()
         if durable:
             self._outbox[request_id] = text
@@ -144,6 +153,12 @@ class ClientCore:
             return
         if isinstance(frame, Deliver):
             message_id = frame.envelope.message_id
+            if self.signing_key is not None and not signature_valid(frame.envelope, self.signing_key):
+                # Not what the router signed for this agent: altered on the way, or not from the router.
+                self.refuse(message_id, "bad_signature")
+                problem = f"refused delivery {message_id}: its signature does not check"
+                self._events.append(Failed(None, ErrorInfo(code="bad_signature", message=problem)))
+                return
             if message_id in self._seen:
                 # A redelivery of something already taken: acknowledge again, apply nothing.
                 self._outgoing.append(Ack(message_id=message_id).model_dump_json())
@@ -158,6 +173,7 @@ class ClientCore:
                 self._outbox.pop(frame.ref, None)
             self._events.append(Failed(frame.ref, frame.error))
         elif isinstance(frame, Welcome):
+            self.signing_key = bytes.fromhex(frame.signing_key) if frame.signing_key else None
             if frame.credential is not None:
                 # The id is ours now: every later hello (a reconnect) presents the credential.
                 self.hello = self.hello.model_copy(update={"credential": frame.credential})

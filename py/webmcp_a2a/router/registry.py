@@ -21,6 +21,7 @@ class AgentRecord:
     region: Region | None
     connection: Peer | None
     busy: bool = False
+    requires_signatures: bool = False
     last_seen: float = field(default_factory=time.time)
 
     @property
@@ -63,7 +64,7 @@ class Registry:
             raise AgentIdTaken(hello.agent_id)
         # Re-insert so the dict's order stays "least recently connected first" for eviction.
         self._agents.pop(hello.agent_id, None)
-        record = AgentRecord(hello.agent_id, hello.agent_type, hello.capabilities, hello.region, connection)
+        record = _record_of(hello, connection)
         self._agents[hello.agent_id] = record
         self._online += 1
         return record
@@ -72,7 +73,7 @@ class Registry:
         """Know an agent met before (for example before a router restart) as offline."""
         self._agents.setdefault(
             hello.agent_id,
-            AgentRecord(hello.agent_id, hello.agent_type, hello.capabilities, hello.region, None, last_seen=last_seen),
+            _record_of(hello, None, last_seen),
         )
 
     def disconnect(self, agent_id: str, connection: Peer) -> AgentRecord | None:
@@ -125,3 +126,17 @@ class Registry:
         excess = len(self._agents) - self._online - self.offline_limit
         for agent_id in [r.agent_id for r in self._agents.values() if not r.online][: max(excess, 0)]:
             del self._agents[agent_id]
+
+
+def _record_of(hello: Hello, connection: Peer | None, last_seen: float | None = None) -> AgentRecord:
+    record = AgentRecord(
+        hello.agent_id,
+        hello.agent_type,
+        hello.capabilities,
+        hello.region,
+        connection,
+        requires_signatures=hello.require_signatures,
+    )
+    if last_seen is not None:
+        record.last_seen = last_seen
+    return record

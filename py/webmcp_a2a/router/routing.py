@@ -67,6 +67,7 @@ from .limits import ErrorLog
 from .registry import AgentIdTaken, AgentRecord, Registry
 from .relay import RELAY_FRAMES, RelayTable
 from .settings import RouterSettings
+from .signing import Signer
 from .store import Store
 from .subscriptions import SubscriptionTable
 
@@ -112,6 +113,7 @@ class Router:
             settings.store_bytes_total,
         )
         self.gate = Gate(settings, self.store)
+        self.signer = Signer(settings, self.store)
         self.connections_by_address: Counter[str] = Counter()
         self._counted: set[Peer] = set()  # connections counted in connections_by_address
         self._error_log = ErrorLog(settings.error_log_interval, log)
@@ -250,7 +252,13 @@ class Router:
         conn.agent_id = hello.agent_id
         credential = self.gate.issue(hello.agent_id, conn.remote) if new_id else None
         self.store.remember_agent(hello, record.last_seen)
-        welcome = Welcome(agent_id=hello.agent_id, max_frame_bytes=self.settings.max_frame_bytes, credential=credential)
+        key = self.signer.key_for(hello.agent_id)
+        welcome = Welcome(
+            agent_id=hello.agent_id,
+            max_frame_bytes=self.settings.max_frame_bytes,
+            credential=credential,
+            signing_key=key.hex() if key is not None else None,
+        )
         self._queue(conn, welcome)
         log.info("agent %s (%s) registered", hello.agent_id, hello.agent_type)
         for envelope in self.store.waiting_for(hello.agent_id):
@@ -288,6 +296,8 @@ class Router:
             in_flight.sender, in_flight.ref = conn, ref
             return False
         envelope.from_agent = agent_id
+        target = self.registry.get(envelope.to_agent)
+        self.signer.check(envelope, agent_id, recipient_requires=target is not None and target.requires_signatures)
         return True
 
     def _send(self, conn: Peer, agent_id: str, request: SendRequest) -> None:
@@ -355,7 +365,8 @@ class Router:
             waiting={target.agent_id},
             from_store=from_store,
         )
-        self._start(pending, {target.agent_id: Deliver(envelope=envelope).model_dump_json()})
+        sealed = self.signer.seal(envelope, target.agent_id)
+        self._start(pending, {target.agent_id: Deliver(envelope=sealed).model_dump_json()})
 
     def _broadcast(self, conn: Peer, agent_id: str, request: BroadcastRequest) -> None:
         envelope = request.envelope
@@ -364,12 +375,20 @@ class Router:
         if envelope.to_agent != BROADCAST:
             raise RequestError("invalid_frame", "a broadcast envelope is addressed to 'broadcast'", "envelope.to_agent")
         recipients = [
-            record
+            record.agent_id
             for record in self.registry.of_type(request.agent_type)
-            if not (request.exclude_self and record.agent_id == agent_id)
+            if not (request.exclude_self and record.agent_id == agent_id) and self._may_receive(envelope, record)
         ]
-        frame = Deliver(envelope=envelope).model_dump_json()
-        self._fanout(conn, agent_id, request.id, envelope, {record.agent_id: frame for record in recipients})
+        if self.signer.enabled:  # signed for each recipient
+            frames = {to: Deliver(envelope=self.signer.seal(envelope, to)).model_dump_json() for to in recipients}
+        else:  # one frame for all
+            frame = Deliver(envelope=envelope).model_dump_json()
+            frames = dict.fromkeys(recipients, frame)
+        self._fanout(conn, agent_id, request.id, envelope, frames)
+
+    def _may_receive(self, envelope: Envelope, record: AgentRecord) -> bool:
+        """False when ``envelope`` is unsigned and ``record``'s agent takes signed envelopes only."""
+        return envelope.signature is not None or self.signer.accepts_unsigned(record.requires_signatures)
 
     def _topic_recipients(self, conn: Peer, agent_id: str, envelope: Envelope) -> dict[str, str]:
         """Deliver frames for each online subscriber of the envelope's topic, the sender left out."""
@@ -377,13 +396,16 @@ class Router:
         region = envelope.metadata.region or sender.region
         frames: dict[str, str] = {}
         for subscription in self.subscriptions.matching(envelope.topic or "", sender.agent_type, region):
+            subscriber = self.registry.online(subscription.agent_id)
             if (
-                subscription.agent_id != agent_id
-                and subscription.agent_id not in frames
-                and self.registry.online(subscription.agent_id)
+                subscriber is not None
+                and subscriber.agent_id != agent_id
+                and subscriber.agent_id not in frames
+                and self._may_receive(envelope, subscriber)
             ):
-                frames[subscription.agent_id] = Deliver(
-                    envelope=envelope, subscription_id=subscription.subscription_id
+                frames[subscriber.agent_id] = Deliver(
+                    envelope=self.signer.seal(envelope, subscriber.agent_id),
+                    subscription_id=subscription.subscription_id,
                 ).model_dump_json()
         return frames
 
@@ -416,7 +438,10 @@ class Router:
             target = self.registry.online(subscription.agent_id)
             if target is not None and target.connection is not None and target.agent_id != subject.agent_id:
                 target.connection.offer(
-                    Deliver(envelope=envelope, subscription_id=subscription.subscription_id).model_dump_json(),
+                    Deliver(
+                        envelope=self.signer.seal(envelope, target.agent_id),
+                        subscription_id=subscription.subscription_id,
+                    ).model_dump_json(),
                     envelope.priority,
                 )
 
@@ -572,7 +597,11 @@ class Router:
 
 def _hello_of(record: AgentRecord) -> Hello:
     return Hello(
-        agent_id=record.agent_id, agent_type=record.agent_type, capabilities=record.capabilities, region=record.region
+        agent_id=record.agent_id,
+        agent_type=record.agent_type,
+        capabilities=record.capabilities,
+        region=record.region,
+        require_signatures=record.requires_signatures,
     )
 
 

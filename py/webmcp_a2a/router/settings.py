@@ -38,6 +38,17 @@ class RouterSettings(BaseModel):
     provisioned_agents: dict[str, str] = Field(
         default_factory=dict, repr=False, description="Agent ids the operator owns already, with their credentials"
     )
+    signing: bool = Field(
+        False, description="Sign and check envelopes with per-agent HMAC-SHA256 keys (derived by the router)"
+    )
+    signing_keys: dict[str, str] = Field(
+        default_factory=dict, repr=False, description="Agents' signing keys given by the operator (signing on)"
+    )
+    require_signatures: bool = Field(False, description="Refuse every envelope its sender did not sign")
+
+    @property
+    def signs(self) -> bool:
+        return self.signing or bool(self.signing_keys) or self.require_signatures
 
     # --- limits (each refusal names itself; SECURITY.md) -----------------------------------
     rate_frames: float = Field(5000, gt=0, description="Frames per second one connection may send (sustained)")

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import sqlite3
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 from ..protocol import Envelope, Hello, SubscriptionFilter
 
@@ -38,6 +38,10 @@ CREATE TABLE IF NOT EXISTS credentials (
     salt BLOB NOT NULL,
     digest BLOB NOT NULL,
     created REAL NOT NULL
+);
+CREATE TABLE IF NOT EXISTS secrets (
+    name TEXT PRIMARY KEY,
+    value BLOB NOT NULL
 );
 CREATE TABLE IF NOT EXISTS subscriptions (
     subscription_id TEXT PRIMARY KEY,
@@ -175,6 +179,15 @@ class Store:
             "ON CONFLICT (agent_id) DO UPDATE SET salt = excluded.salt, digest = excluded.digest",
             (agent_id, salt, digest, time.time()),
         )
+
+    def secret(self, name: str, make: Callable[[], bytes]) -> bytes:
+        """The router's secret ``name``, made (and kept) on first use."""
+        row = self._db.execute("SELECT value FROM secrets WHERE name = ?", (name,)).fetchone()
+        if row is not None:
+            return bytes(row[0])
+        value = make()
+        self._db.execute("INSERT INTO secrets VALUES (?, ?)", (name, value))
+        return value
 
     def credential_count(self) -> int:
         (count,) = self._db.execute("SELECT count(*) FROM credentials").fetchone()
