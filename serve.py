@@ -19,6 +19,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent / "py"))
 import uvicorn
 
 from webmcp_a2a.router import RouterSettings
+from webmcp_a2a.router.http_security import normalise_origin
 from webmcp_a2a.router.identity import MIN_PROVISIONED_LENGTH
 from webmcp_a2a.router.server import uvicorn_config
 from webmcp_a2a.router.store import Store
@@ -63,6 +64,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     security.add_argument(
         "--allow-origin",
         action="append",
+        type=_origin,
         default=[],
         metavar="ORIGIN",
         help="also let pages from ORIGIN (scheme://host:port) open the router's WebSocket; repeatable "
@@ -101,6 +103,13 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     )
     parser.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
     return parser.parse_args(argv)
+
+
+def _origin(text: str) -> str:
+    try:
+        return normalise_origin(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def _lines(path: Path) -> list[str]:
