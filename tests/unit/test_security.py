@@ -14,7 +14,7 @@ import pytest
 import websockets
 from websockets.asyncio.client import ClientConnection
 
-from tests.conftest import ROOT, eventually, running_router
+from tests.conftest import ROOT, eventually, free_port, running_router
 from tests.unit.conftest import unique
 from webmcp_a2a.client.agent import RouterError
 from webmcp_a2a.client.core import ClientCore
@@ -352,6 +352,27 @@ async def test_stored_bytes_are_limited_per_absent_agent_and_in_all():
         second = [await sender.send_message(note("away-2", blob=blob)) for _ in range(2)]
         assert [r.stored for r in second] == [True, False]  # 5000 in all
         sender.close()
+
+
+async def test_a_lock_lease_is_capped_at_an_hour(raw):
+    websocket = await raw()
+    await say_hello(websocket, unique("greedy"))
+    await websocket.send(json.dumps({"type": "lock", "id": 4, "name": "forever", "lease_seconds": 3601}))
+    reply = json.loads(await websocket.recv())
+    assert (reply["ref"], reply["error"]["code"], reply["error"]["field"]) == (4, "invalid_frame", "lease_seconds")
+
+
+async def test_serving_beyond_loopback_without_a_token_warns(tmp_path):
+    port = free_port()
+    argv = [sys.executable, str(ROOT / "serve.py"), "--host", "0.0.0.0", "--port", str(port), "--store", ":memory:"]
+    process = await asyncio.create_subprocess_exec(*argv, stderr=asyncio.subprocess.PIPE)
+    try:
+        assert process.stderr is not None
+        first = await asyncio.wait_for(process.stderr.readline(), 20)
+        assert b"WARNING: listening on 0.0.0.0 without a join token" in first
+    finally:
+        process.terminate()
+        await process.wait()
 
 
 async def test_repeated_refusals_are_logged_once_per_interval_not_per_frame(caplog):
