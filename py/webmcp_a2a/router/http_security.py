@@ -66,7 +66,9 @@ class OriginGate:
 
 def content_security_policy(router_origins: Iterable[str] = ()) -> str:
     websockets = " ".join(
-        f"{'wss' if origin.startswith('https') else 'ws'}://{urlsplit(origin).netloc}" for origin in router_origins
+        f"{'wss' if origin.startswith('https') else 'ws'}://{urlsplit(origin).netloc}"
+        for origin in router_origins
+        if urlsplit(origin).hostname not in ("127.0.0.1", "localhost", "::1")  # covered by the loopback sources
     )
     loopback = " ".join(f"ws://{host}:*" for host in LOOPBACK_HOSTS)
     return "; ".join(
