@@ -34,7 +34,8 @@ if str(ROOT / "py") not in sys.path:
     sys.path.insert(0, str(ROOT / "py"))
 
 CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = [
+# Quiet on a closed network (shared/notes/chromium.md); the tests, the benchmarks and the screenshot use these.
+QUIET_NETWORK = [
     "--no-sandbox",
     "--disable-gpu",
     "--disable-quic",
@@ -42,8 +43,8 @@ CHROMIUM_ARGS = [
     "--disable-background-networking",
     "--disable-component-update",
     "--disable-sync",
-    "--enable-features=WebMCP",  # native document.modelContext: what the product targets
 ]
+CHROMIUM_ARGS = [*QUIET_NETWORK, "--enable-features=WebMCP"]  # native document.modelContext: what the product targets
 
 
 # --- statistics --------------------------------------------------------------------------------

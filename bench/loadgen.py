@@ -129,13 +129,17 @@ class RouterDialect:
 
     def __init__(self, base_ws: str) -> None:
         self.base = base_ws
+        self.credentials: dict[str, str] = {}  # an agent id is its first registrant's: come back with it
 
     def url(self, agent: SimAgent) -> str:
         return f"{self.base}/a2a"
 
     async def join(self, agent: SimAgent) -> None:
         agent.welcomed = asyncio.get_running_loop().create_future()
-        agent.conn.send(json.dumps({"type": "hello", "agent_id": agent.name, "agent_type": "executor"}))
+        hello = {"type": "hello", "agent_id": agent.name, "agent_type": "executor"}
+        if agent.name in self.credentials:
+            hello["credential"] = self.credentials[agent.name]
+        agent.conn.send(json.dumps(hello))
         await agent.welcomed
 
     def direct(self, agent: SimAgent, to: str, seq: int) -> str:
@@ -159,6 +163,8 @@ class RouterDialect:
         elif kind == "result":
             agent.complete(frame["ref"])
         elif kind == "welcome":
+            if frame.get("credential"):
+                self.credentials[agent.name] = frame["credential"]
             agent.welcomed.set_result(None)
         else:
             counters.errors += 1

@@ -31,16 +31,11 @@ from pathlib import Path
 from playwright.sync_api import sync_playwright
 
 ROOT = Path(__file__).resolve().parent.parent
-CHROMIUM = "/usr/bin/chromium"
-ARGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
+if __name__ == "__main__" and __package__ in (None, ""):
+    sys.path.insert(0, str(ROOT))
+
+from bench.common import CHROMIUM, QUIET_NETWORK  # noqa: E402
+
 MODES = ("main", "worker")
 
 # Installed before any page script: records long tasks and the longest timer gap.
@@ -120,7 +115,7 @@ def main(argv: list[str] | None = None) -> None:
     samples: dict[str, list[dict]] = {mode: [] for mode in MODES}
     try:
         with sync_playwright() as playwright:
-            args = ARGS + (["--enable-features=WebMCP"] if options.webmcp == "native" else [])
+            args = QUIET_NETWORK + (["--enable-features=WebMCP"] if options.webmcp == "native" else [])
             browser = playwright.chromium.launch(executable_path=CHROMIUM, args=args)
             measure(browser, base_url, "main", -1)  # warm-up: the server's first zip, the OS file cache
             for run in range(options.runs):

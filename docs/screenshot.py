@@ -8,17 +8,11 @@ from pathlib import Path
 
 from playwright.sync_api import sync_playwright
 
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from bench.common import CHROMIUM, QUIET_NETWORK
+
 BASE = sys.argv[1] if len(sys.argv) > 1 else "http://127.0.0.1:8765"
-ARGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--enable-features=WebMCP",
-]
+ARGS = [*QUIET_NETWORK, "--enable-features=WebMCP"]
 
 
 def call_from_form(page, tool: str, arguments: str) -> None:
@@ -31,7 +25,7 @@ def call_from_form(page, tool: str, arguments: str) -> None:
 
 
 with sync_playwright() as playwright:
-    browser = playwright.chromium.launch(executable_path="/usr/bin/chromium", args=ARGS)
+    browser = playwright.chromium.launch(executable_path=CHROMIUM, args=ARGS)
     alice = browser.new_page(viewport={"width": 1200, "height": 900})
     bob = browser.new_page(viewport={"width": 1200, "height": 900})
     for page, query in ((bob, "agent_id=bob&agent_type=monitor"), (alice, "agent_id=alice&agent_type=executor")):

@@ -400,18 +400,7 @@ RequestFrame = (
 """The client frames that carry an ``id`` and are answered with ``result`` or ``error``."""
 
 ClientFrame = Annotated[
-    Hello
-    | SendRequest
-    | BroadcastRequest
-    | SubscribeRequest
-    | UnsubscribeRequest
-    | HeartbeatRequest
-    | DiscoverRequest
-    | LockRequest
-    | BarrierRequest
-    | Ack
-    | Relay
-    | Unrelay,
+    Hello | RequestFrame | Ack | Relay | Unrelay,
     Field(discriminator="type"),
 ]
 CLIENT_FRAME: TypeAdapter[ClientFrame] = TypeAdapter(ClientFrame)

@@ -25,18 +25,9 @@ from urllib.parse import urlparse
 import pytest
 from playwright.sync_api import Browser, BrowserContext, Frame, Page, Playwright
 
+from bench.common import CHROMIUM, QUIET_NETWORK
 from tests.conftest import ROOT, free_port
 
-CHROMIUM = "/usr/bin/chromium"
-QUIET_NETWORK = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
 LOCAL_HOSTS = {"127.0.0.1", "localhost"}
 READY_TIMEOUT_MS = 60_000
 

@@ -84,22 +84,16 @@ class PageConfig(BaseModel):
     open_timeout: float = Field(5.0, gt=0, le=60, description="Use the fallback if the WebSocket is not open by then")
 
 
+_HELLO_FIELDS = {"agent_id", "agent_type", "capabilities", "region", "credential", "join_token"}
+
+
 class PageAgent:
     """The page's agent: its tools, its events, and its link to the router (WebSocket, or the host's relay)."""
 
     def __init__(self, config: PageConfig, bridge: Bridge, uplink: JsUplink | None = None) -> None:
         self.config = config
         self.bridge = bridge
-        self.agent = Agent(
-            Hello(
-                agent_id=config.agent_id,
-                agent_type=config.agent_type,
-                capabilities=config.capabilities,
-                region=config.region,
-                credential=config.credential,
-                join_token=config.join_token,
-            )
-        )
+        self.agent = Agent(Hello.model_validate(config.model_dump(include=_HELLO_FIELDS)))
         self.connected = asyncio.Event()
         self.uplink = HostUplink(uplink) if uplink is not None else None
         self.link = RouterLink(

@@ -15,14 +15,30 @@ if TYPE_CHECKING:
 
 @dataclass
 class AgentRecord:
-    agent_id: str
-    agent_type: str
-    capabilities: list[str]
-    region: Region | None
+    hello: Hello  # what the agent said it is (its secrets left out)
     connection: Peer | None
     busy: bool = False
-    requires_signatures: bool = False
     last_seen: float = field(default_factory=time.time)
+
+    @property
+    def agent_id(self) -> str:
+        return self.hello.agent_id
+
+    @property
+    def agent_type(self) -> str:
+        return self.hello.agent_type
+
+    @property
+    def capabilities(self) -> list[str]:
+        return self.hello.capabilities
+
+    @property
+    def region(self) -> Region | None:
+        return self.hello.region
+
+    @property
+    def requires_signatures(self) -> bool:
+        return self.hello.require_signatures
 
     @property
     def online(self) -> bool:
@@ -129,14 +145,7 @@ class Registry:
 
 
 def _record_of(hello: Hello, connection: Peer | None, last_seen: float | None = None) -> AgentRecord:
-    record = AgentRecord(
-        hello.agent_id,
-        hello.agent_type,
-        hello.capabilities,
-        hello.region,
-        connection,
-        requires_signatures=hello.require_signatures,
-    )
+    record = AgentRecord(hello.model_copy(update={"credential": None, "join_token": None}), connection)
     if last_seen is not None:
         record.last_seen = last_seen
     return record

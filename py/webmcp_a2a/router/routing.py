@@ -213,7 +213,7 @@ class Router:
         if record is None:
             return
         log.info("agent %s disconnected", agent_id)
-        self.store.remember_agent(_hello_of(record), record.last_seen)
+        self.store.remember_agent(record.hello, record.last_seen)
         self.locks.agent_left(agent_id)
         self.barriers.agent_left(agent_id)
         for pending in list(self._pending.values()):
@@ -593,16 +593,6 @@ class Router:
     def _error(self, conn: Peer, ref: int | None, info: ErrorInfo) -> None:
         self._error_log.note(conn.remote, info.code)
         self._queue(conn, ErrorFrame(ref=ref, error=info))
-
-
-def _hello_of(record: AgentRecord) -> Hello:
-    return Hello(
-        agent_id=record.agent_id,
-        agent_type=record.agent_type,
-        capabilities=record.capabilities,
-        region=record.region,
-        require_signatures=record.requires_signatures,
-    )
 
 
 def _frame_error(exc: ValidationError) -> ErrorInfo:
