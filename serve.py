@@ -94,7 +94,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     security.add_argument(
         "--release-agent",
         metavar="AGENT_ID",
-        help="forget AGENT_ID's owner, kept messages and subscriptions in --store, then exit",
+        help="forget AGENT_ID's owner, kept messages and subscriptions in --store (with the router stopped), then exit",
     )
     parser.add_argument(
         "--ws-deflate",

@@ -11,39 +11,35 @@ from ..protocol import ErrorCode
 from .settings import RouterSettings
 
 
-class TokenBucket:
-    """``rate`` tokens a second, at most ``burst`` saved up."""
-
-    def __init__(self, rate: float, burst: float) -> None:
-        self.rate = rate
-        self.burst = burst
-        self._level = burst
-        self._stamp = time.monotonic()
-
-    def take(self, amount: float = 1.0) -> bool:
-        now = time.monotonic()
-        self._level = min(self.burst, self._level + (now - self._stamp) * self.rate)
-        self._stamp = now
-        if self._level < amount:
-            return False
-        self._level -= amount
-        return True
-
-
 class RateLimit:
-    """A connection's two buckets: frames and bytes per second, with bursts of ``rate_burst_seconds``."""
+    """A connection's budget: frames and bytes per second, with bursts of ``rate_burst_seconds``.
+
+    Two token buckets in one small object (one per connection, checked on every frame: kept lean).
+    """
+
+    __slots__ = ("_byte_rate", "_bytes", "_frame_rate", "_frames", "_max_bytes", "_max_frames", "_stamp")
 
     def __init__(self, settings: RouterSettings) -> None:
         burst = settings.rate_burst_seconds
-        self._frames = TokenBucket(settings.rate_frames, settings.rate_frames * burst)
-        self._bytes = TokenBucket(settings.rate_bytes, max(settings.rate_bytes * burst, settings.max_frame_bytes))
+        self._frame_rate = settings.rate_frames
+        self._byte_rate = settings.rate_bytes
+        self._max_frames = self._frames = settings.rate_frames * burst
+        self._max_bytes = self._bytes = max(settings.rate_bytes * burst, settings.max_frame_bytes)
+        self._stamp = time.monotonic()
 
     def admit(self, size: int) -> str | None:
-        """None when a frame of ``size`` bytes may pass; otherwise which budget it exceeds."""
-        if not self._frames.take():
+        """None when a frame of ``size`` bytes may pass (and is paid for); otherwise which budget it exceeds."""
+        now = time.monotonic()
+        elapsed, self._stamp = now - self._stamp, now
+        frames = min(self._max_frames, self._frames + elapsed * self._frame_rate)
+        data = min(self._max_bytes, self._bytes + elapsed * self._byte_rate)
+        if frames < 1:
+            self._frames, self._bytes = frames, data
             return "frames per second"
-        if not self._bytes.take(size):
+        if data < size:
+            self._frames, self._bytes = frames, data
             return "bytes per second"
+        self._frames, self._bytes = frames - 1, data - size
         return None
 
 
