@@ -112,10 +112,10 @@ async def run(quick: bool = False, notes: list | None = None) -> list[Row]:
     fanout_reps = 4 if quick else 20
     results: dict[tuple[str, int], Target] = {}
     with servers(project_server(), relay_server(), baseline_server()) as (router, relay, asgi):
-        ours = RouterDialect(router.ws)  # one for the run: it keeps its agents' credentials between groups
+        router_dialect = RouterDialect(router.ws)  # one for the run: it keeps its agents' credentials between groups
         for n in ns:
             group = [
-                Target("ours", ours, router.pid),
+                Target("ours", router_dialect, router.pid),
                 Target(BASE, RelayDialect(relay.ws), relay.pid),
             ]
             if n == 100 or (n == 1000 and not quick):  # attribution: the relay's logic on the router's stack
