@@ -295,7 +295,8 @@ async def test_connections_past_the_per_address_limit_are_refused():
             reply = json.loads(await third.recv())
             assert reply["error"]["code"] == "too_many_connections"
             assert await close_code(third) == 1008
-        async with websockets.connect(server.ws_url) as later:  # the count goes down when they close
+        await eventually(lambda: not server.router.connections_by_address)  # the count goes down as they close
+        async with websockets.connect(server.ws_url) as later:
             assert (await say_hello(later, "later"))["type"] == "welcome"
 
 
