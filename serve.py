@@ -19,7 +19,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent / "py"))
 import uvicorn
 
 from webmcp_a2a.router import RouterSettings
-from webmcp_a2a.router.http_security import normalise_origin
+from webmcp_a2a.router.http_security import normalise_origin, server_origins
 from webmcp_a2a.router.identity import MIN_PROVISIONED_LENGTH
 from webmcp_a2a.router.server import uvicorn_config
 from webmcp_a2a.router.store import Store
@@ -148,9 +148,17 @@ def main(argv: list[str] | None = None) -> None:
             file=sys.stderr,
             flush=True,
         )
+    if args.host not in LOOPBACK and not settings.allowed_origins:
+        print(
+            f"webmcp-a2a: pages are allowed from {', '.join(server_origins(args.host, args.port))} only: "
+            "open them under another name (this machine's address, a proxy) after adding it with --allow-origin",
+            file=sys.stderr,
+            flush=True,
+        )
     config = uvicorn_config(settings, args.host, args.port, ws_deflate=args.ws_deflate, log_level=args.log_level)
     server = uvicorn.Server(config)
-    print(f"webmcp-a2a: open http://{args.host}:{args.port}/  (router at ws://{args.host}:{args.port}/a2a)", flush=True)
+    shown = "127.0.0.1" if args.host in ("0.0.0.0", "::", "") else args.host  # a wildcard is no page's origin
+    print(f"webmcp-a2a: open http://{shown}:{args.port}/  (router at ws://{shown}:{args.port}/a2a)", flush=True)
     server.run()  # uvicorn handles Ctrl-C: stops accepting, closes sockets, returns
 
 
