@@ -131,6 +131,24 @@ def settings_of(args: argparse.Namespace) -> RouterSettings:
     )
 
 
+def exposure_warnings(args: argparse.Namespace, settings: RouterSettings) -> list[str]:
+    """What an operator listening beyond loopback should hear (SECURITY.md, "Running it exposed")."""
+    if args.host in LOOPBACK:
+        return []
+    warnings = []
+    if not settings.join_tokens:
+        warnings.append(
+            f"WARNING: listening on {args.host} without a join token: anyone who reaches this port "
+            "can join the mesh (see SECURITY.md; give --token)"
+        )
+    if not settings.allowed_origins:
+        warnings.append(
+            f"pages are allowed from {', '.join(server_origins(args.host, args.port))} only: open them under "
+            "another name (this machine's address, a proxy) after adding it with --allow-origin"
+        )
+    return warnings
+
+
 def main(argv: list[str] | None = None) -> None:
     args = parse_args(argv)
     if args.release_agent:
@@ -141,20 +159,8 @@ def main(argv: list[str] | None = None) -> None:
         return
     settings = settings_of(args)
     logging.basicConfig(level=args.log_level.upper(), format="%(levelname)s %(name)s: %(message)s")
-    if args.host not in LOOPBACK and not settings.join_tokens:
-        print(
-            f"webmcp-a2a: WARNING: listening on {args.host} without a join token: anyone who reaches this port "
-            "can join the mesh (see SECURITY.md; give --token)",
-            file=sys.stderr,
-            flush=True,
-        )
-    if args.host not in LOOPBACK and not settings.allowed_origins:
-        print(
-            f"webmcp-a2a: pages are allowed from {', '.join(server_origins(args.host, args.port))} only: "
-            "open them under another name (this machine's address, a proxy) after adding it with --allow-origin",
-            file=sys.stderr,
-            flush=True,
-        )
+    for warning in exposure_warnings(args, settings):
+        print(f"webmcp-a2a: {warning}", file=sys.stderr, flush=True)
     config = uvicorn_config(settings, args.host, args.port, ws_deflate=args.ws_deflate, log_level=args.log_level)
     server = uvicorn.Server(config)
     shown = "127.0.0.1" if args.host in ("0.0.0.0", "::", "") else args.host  # a wildcard is no page's origin
