@@ -36,7 +36,8 @@ PROTOCOL_VERSION = 1
 BROADCAST = "broadcast"
 TOPIC_PREFIX = "topic:"
 ROUTER_AGENT_ID = "router"
-RESERVED_AGENT_IDS = frozenset({BROADCAST, ROUTER_AGENT_ID})
+A2A_BRIDGE_ID = "a2a"  # the router's own agent that carries standard A2A requests into the mesh
+RESERVED_AGENT_IDS = frozenset({BROADCAST, ROUTER_AGENT_ID, A2A_BRIDGE_ID})
 
 AgentId = Annotated[
     str,
@@ -713,3 +714,34 @@ class LinkStatus(_Model):
     local_peers: list[AgentId] = Field(description="Agents in the same page, reached without the router")
     local_sent: int
     local_received: int
+
+
+# --- standard A2A tasks, as they cross the mesh -------------------------------------------
+# An A2A client's message to agent X (POST /agents/X) reaches X as a task_request envelope whose
+# payload is {"a2a_task": A2ATask}; X answers with task_response envelopes (same correlation_id,
+# the task id) whose payload is {"a2a_reply": A2AReply}: status updates, artifacts, the outcome.
+
+A2A_TASK_KEY = "a2a_task"
+A2A_REPLY_KEY = "a2a_reply"
+ReplyState = Literal["working", "input-required", "completed", "failed", "rejected"]
+
+
+class A2ATask(_Model):
+    """An inbound A2A message for an agent of the mesh: which task, which conversation, what it says."""
+
+    task_id: str = Field(min_length=1, max_length=128)
+    context_id: str = Field(min_length=1, max_length=128)
+    text: str = Field("", description="The message's text parts, joined")
+    data: list[dict[str, Any]] = Field(default_factory=list, description="The message's data parts")
+
+
+class A2AReply(_Model):
+    """An agent's answer to an A2A task: a status update, an artifact, or the outcome."""
+
+    task_id: str = Field(min_length=1, max_length=128, description="The task being answered")
+    state: ReplyState = Field("completed", description="working and input-required keep the task open")
+    text: str | None = Field(None, description="A text part")
+    data: dict[str, Any] | None = Field(None, description="A data part: any JSON object")
+    artifact_name: str | None = Field(
+        None, min_length=1, max_length=128, description="When given, the parts become an artifact of this name"
+    )

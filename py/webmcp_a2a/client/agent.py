@@ -18,6 +18,8 @@ from collections import deque
 from collections.abc import Callable
 from typing import Any, Protocol
 
+from pydantic import ValidationError
+
 from ..protocol import (
     BROADCAST,
     TOPIC_PREFIX,
@@ -55,6 +57,7 @@ from ..protocol import (
     new_message_id,
 )
 from .core import ClientCore, Failed, Received, Replied, Welcomed
+from .tasks import InboundTask, is_a2a_task
 
 log = logging.getLogger("webmcp_a2a.client")
 
@@ -91,6 +94,7 @@ class RouterError(Exception):
 
 
 MessageHandler = Callable[[ReceivedMessage], Any]
+TaskHandler = Callable[[InboundTask], Any]
 StateListener = Callable[[str], Any]
 
 
@@ -126,6 +130,7 @@ class Agent:
         self._inbox: deque[ReceivedMessage] = deque()
         self._arrivals: set[asyncio.Future[None]] = set()
         self._handlers: list[MessageHandler] = []
+        self._task_handlers: list[TaskHandler] = []
         self._state_listeners: list[StateListener] = []
         self._awaited_responses: dict[str, asyncio.Future[ReceivedMessage]] = {}
         self._heartbeat_task: asyncio.Task[None] | None = None
@@ -325,6 +330,15 @@ class Agent:
         self._handlers.append(handler)
         return lambda: self._handlers.remove(handler)
 
+    def on_task(self, handler: TaskHandler) -> Callable[[], None]:
+        """Call ``handler(task)`` for every A2A task given to this agent (coroutines are scheduled).
+
+        The :class:`~.tasks.InboundTask` carries the question and the ways to answer it; such a
+        message does not wait in the inbox. Returns a function that removes the handler.
+        """
+        self._task_handlers.append(handler)
+        return lambda: self._task_handlers.remove(handler)
+
     def on_state(self, listener: StateListener) -> Callable[[], None]:
         """Call ``listener(state)`` on connecting / connected / disconnected."""
         self._state_listeners.append(listener)
@@ -393,19 +407,32 @@ class Agent:
         if message.message_type == "task_response" and answer is not None and not answer.done():
             answer.set_result(message)  # the requester takes it; it does not go to the inbox
             return
+        if self._task_handlers and is_a2a_task(message):
+            try:
+                task = InboundTask(self, message)
+            except ValidationError:
+                log.warning("an A2A task that does not validate went to the inbox: %s", message.message_id)
+            else:
+                for task_handler in list(self._task_handlers):
+                    self._call(task_handler, task)
+                return  # answered through the task: it does not wait in the inbox
         self._inbox.append(message)
         for arrival in self._arrivals:
             if not arrival.done():
                 arrival.set_result(None)
         for handler in list(self._handlers):
-            try:
-                outcome = handler(message)
-                if inspect.isawaitable(outcome):
-                    task = asyncio.ensure_future(outcome)
-                    self._handler_tasks.add(task)
-                    task.add_done_callback(self._handler_tasks.discard)
-            except Exception:
-                log.exception("message handler failed")
+            self._call(handler, message)
+
+    def _call(self, handler: Callable[[Any], Any], argument: Any) -> None:
+        """Run a handler; a coroutine it returns is scheduled (and kept until done)."""
+        try:
+            outcome = handler(argument)
+            if inspect.isawaitable(outcome):
+                task = asyncio.ensure_future(outcome)
+                self._handler_tasks.add(task)
+                task.add_done_callback(self._handler_tasks.discard)
+        except Exception:
+            log.exception("handler failed")
 
     def _take(self, args: InboxArgs) -> list[ReceivedMessage]:
         taken: list[ReceivedMessage] = []

@@ -8,7 +8,7 @@ import functools
 import hashlib
 import io
 import zipfile
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +20,7 @@ from starlette.routing import Mount, Route, WebSocketRoute
 from starlette.staticfiles import StaticFiles
 from starlette.websockets import WebSocket, WebSocketDisconnect
 
+from .a2a import A2AService
 from .connection import Connection
 from .http_security import OriginGate, SecurityHeaders, content_security_policy
 from .limits import RateLimit
@@ -111,12 +112,21 @@ def create_app(
         return Response(data, media_type="application/zip", headers=headers)
 
     async def health(request: Request) -> Response:
-        return JSONResponse({"status": "ok", "agents": len(router.registry)})
+        return JSONResponse({"status": "ok", "agents": len(router.registry.find())})
 
     async def index(request: Request) -> Response:
         return FileResponse(web_dir / "index.html", headers={"Cache-Control": "no-cache"})
 
+    a2a = A2AService(router)
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        await a2a.start()
+        yield
+        a2a.stop()
+
     app = Starlette(
+        lifespan=lifespan,
         middleware=[
             Middleware(OriginGate, allowed=router.settings.allowed_origins),
             Middleware(SecurityHeaders, csp=content_security_policy(router.settings.allowed_origins)),
@@ -127,6 +137,7 @@ def create_app(
             Route("/healthz", health),
             Route("/py/webmcp_a2a.zip", python_package),
             WebSocketRoute("/a2a", a2a_socket),
+            *a2a.routes(),
             Mount("/web", NoCacheStaticFiles(directory=web_dir), name="web"),
             # Pinned, hash-named-by-version assets: the browser may cache them.
             Mount("/static", StaticFiles(directory=static_dir, check_dir=False), name="static"),

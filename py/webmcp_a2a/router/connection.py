@@ -38,6 +38,7 @@ class Peer(Protocol):
 
     agent_id: str | None
     remote: str  # the remote address, for per-address limits and logs
+    internal: bool  # a part of the router itself (the A2A bridge): may use a reserved id, needs no credential
     rate: RateLimit | None  # None: the frames come inside another connection's, which pays for them
 
     @property
@@ -88,6 +89,7 @@ class Connection:
         self.agent_id: str | None = None
         self.remote = remote
         self.rate = rate
+        self.internal = False
 
     @property
     def closing(self) -> bool:

@@ -7,7 +7,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from ..protocol import AgentInfo, Hello, Region
+from ..protocol import RESERVED_AGENT_IDS, AgentInfo, Hello, Region
 
 if TYPE_CHECKING:
     from .connection import Peer
@@ -39,6 +39,11 @@ class AgentRecord:
     @property
     def requires_signatures(self) -> bool:
         return self.hello.require_signatures
+
+    @property
+    def listed(self) -> bool:
+        """False for the router's own agents (the A2A bridge): not broadcast to, discovered or announced."""
+        return self.agent_id not in RESERVED_AGENT_IDS
 
     @property
     def online(self) -> bool:
@@ -115,7 +120,7 @@ class Registry:
     def of_type(self, agent_type: str) -> Iterator[AgentRecord]:
         """Every online agent of ``agent_type``; ``"all"`` means every type."""
         for record in list(self._agents.values()):
-            if record.online and (agent_type == "all" or record.agent_type == agent_type):
+            if record.online and (agent_type == "all" or record.agent_type == agent_type) and record.listed:
                 yield record
 
     def find(
@@ -128,7 +133,8 @@ class Registry:
         return [
             record
             for record in self._agents.values()
-            if (include_offline or record.online)
+            if record.listed
+            and (include_offline or record.online)
             and (agent_type is None or record.agent_type == agent_type)
             and (capability is None or capability in record.capabilities)
             and (region_overlaps is None or (record.region is not None and record.region.overlaps(region_overlaps)))

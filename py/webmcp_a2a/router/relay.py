@@ -66,6 +66,7 @@ class RelayedConnection:
         self.hosted_id = hosted_id
         self.agent_id: str | None = None  # set by the router when the hosted agent's hello is accepted
         self.remote = host.remote
+        self.internal = False
         self.rate: RateLimit | None = None  # the host's relay frames pay for the hosted agent's
         self._closed = False
 

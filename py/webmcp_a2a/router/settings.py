@@ -17,6 +17,10 @@ class RouterSettings(BaseModel):
     )
     ack_timeout: float = Field(10.0, gt=0, description="Seconds the router waits for a recipient's acknowledgement")
 
+    a2a_reply_timeout: float = Field(
+        300.0, gt=0, description="Seconds an A2A task waits for its agent's next answer before it fails"
+    )
+
     store_path: str = Field(
         ":memory:", description="SQLite file for messages kept for absent agents, known agents and subscriptions"
     )

@@ -1,0 +1,229 @@
+"""The mesh side of the A2A bridge: an in-process agent that hands A2A tasks to agents and collects
+their answers, and the ``a2a-sdk`` executor built on it.
+
+The bridge is an ordinary agent of the mesh (:class:`~webmcp_a2a.client.agent.Agent`, id ``a2a``)
+on an :class:`InProcessLink` instead of a socket, so a task for agent X travels like any message:
+acknowledged, stored while X is away, signed when the router signs. X answers with
+``task_response`` envelopes carrying an :class:`~webmcp_a2a.protocol.A2AReply` (``InboundTask`` in
+Python, the ``a2a_reply`` tool in a page); the bridge routes each to the executor waiting for that
+task id, which publishes it to the SDK as a status update, an artifact or the outcome.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import TYPE_CHECKING, Any
+
+from a2a.helpers.proto_helpers import (
+    get_data_parts,
+    get_text_parts,
+    new_data_part,
+    new_task_from_user_message,
+    new_text_message,
+    new_text_part,
+)
+from a2a.server.agent_execution import AgentExecutor, RequestContext
+from a2a.server.events import EventQueue
+from a2a.server.tasks import TaskUpdater
+from a2a.types.a2a_pb2 import Part, TaskState
+
+from ...client.agent import Agent
+from ...protocol import (
+    A2A_BRIDGE_ID,
+    A2A_REPLY_KEY,
+    A2A_TASK_KEY,
+    A2AReply,
+    A2ATask,
+    Hello,
+    ReceivedMessage,
+    SendMessageArgs,
+)
+from ..connection import CONTROL_PRIORITY, DropCallback
+
+if TYPE_CHECKING:
+    from ..limits import RateLimit
+    from ..routing import Router
+
+log = logging.getLogger("webmcp_a2a.router.a2a")
+
+
+class InProcessLink:
+    """A connection inside the router process: the router's :class:`~..connection.Peer` and the
+    bridge agent's transport at once. Frames cross on the next turn of the event loop, as on a socket."""
+
+    name = "in-process"
+    internal = True  # may use a reserved agent id; no join token or credential
+    remote = "in-process"
+    rate: RateLimit | None = None
+
+    def __init__(self, router: Router, agent: Agent) -> None:
+        self._router = router
+        self._agent = agent
+        self._loop = asyncio.get_running_loop()
+        self.agent_id: str | None = None
+        self._closed = False
+
+    @property
+    def closing(self) -> bool:
+        return self._closed
+
+    # router -> agent
+    def offer(
+        self,
+        text: str,
+        priority: int = CONTROL_PRIORITY,
+        expires_at: float | None = None,
+        on_drop: DropCallback | None = None,
+    ) -> bool:
+        if self._closed:
+            return False
+        self._loop.call_soon(self._agent.data_received, text)
+        return True
+
+    def close(self, code: int = 1000, reason: str = "closed") -> None:
+        if not self._closed:
+            self._closed = True
+            self._loop.call_soon(self._agent.connection_lost, f"closed ({code}: {reason})")
+            self._loop.call_soon(self._router.connection_closed, self)
+
+    # agent -> router
+    def send(self, text: str) -> None:
+        if not self._closed:
+            self._loop.call_soon(self._router.receive, self, text)
+
+
+class Bridge:
+    """The ``a2a`` agent: sends tasks into the mesh and routes the answers to whoever waits for them."""
+
+    def __init__(self, router: Router) -> None:
+        self.router = router
+        self.agent = Agent(Hello(agent_id=A2A_BRIDGE_ID, agent_type="a2a-bridge"), inbox_limit=100_000)
+        self._waiting: dict[str, asyncio.Queue[A2AReply]] = {}
+        self._link: InProcessLink | None = None
+        self.agent.on_message(self._received)
+
+    async def start(self) -> None:
+        self._link = InProcessLink(self.router, self.agent)
+        self.agent.connection_made(self._link)
+        await self.agent.welcomed()
+
+    def stop(self) -> None:
+        self.agent.close()
+
+    def expect(self, task_id: str) -> asyncio.Queue[A2AReply]:
+        """The answers to ``task_id``, as they arrive (until :meth:`forget`)."""
+        return self._waiting.setdefault(task_id, asyncio.Queue())
+
+    def forget(self, task_id: str) -> None:
+        self._waiting.pop(task_id, None)
+
+    def _received(self, message: ReceivedMessage) -> None:
+        reply = message.payload.get(A2A_REPLY_KEY)
+        queue = self._waiting.get(message.metadata.correlation_id or "")
+        if message.message_type != "task_response" or reply is None or queue is None:
+            log.info("the A2A bridge dropped a message it was not waiting for: %s", message.message_id)
+            return
+        try:
+            queue.put_nowait(A2AReply.model_validate(reply))
+        except ValueError as exc:
+            log.warning("an agent's A2A reply does not validate: %s", exc)
+
+
+_STATES = {
+    "working": TaskState.TASK_STATE_WORKING,
+    "input-required": TaskState.TASK_STATE_INPUT_REQUIRED,
+    "completed": TaskState.TASK_STATE_COMPLETED,
+    "failed": TaskState.TASK_STATE_FAILED,
+    "rejected": TaskState.TASK_STATE_REJECTED,
+}
+_ENDS = {"input-required", "completed", "failed", "rejected"}  # execute() returns on these
+
+
+class MeshExecutor(AgentExecutor):
+    """An A2A request for agent ``agent_id``: a task message to it, its answers back as task events."""
+
+    def __init__(self, bridge: Bridge, agent_id: str, reply_timeout: float) -> None:
+        self.bridge = bridge
+        self.agent_id = agent_id
+        self.reply_timeout = reply_timeout
+
+    async def execute(self, context: RequestContext, event_queue: EventQueue) -> None:
+        message = context.message
+        assert message is not None  # the SDK calls execute() for a message
+        task = context.current_task or new_task_from_user_message(message)
+        if context.current_task is None:
+            await event_queue.enqueue_event(task)
+        updater = TaskUpdater(event_queue, task.id, task.context_id)
+        answers = self.bridge.expect(task.id)
+        try:
+            payload = A2ATask(
+                task_id=task.id,
+                context_id=task.context_id,
+                text="\n".join(get_text_parts(message.parts)),
+                data=[part for part in get_data_parts(message.parts) if isinstance(part, dict)],
+            )
+            sent = await self.bridge.agent.send_message(
+                SendMessageArgs(
+                    target_agent_id=self.agent_id,
+                    message_type="task_request",
+                    payload={A2A_TASK_KEY: payload.model_dump(mode="json")},
+                    correlation_id=task.id,
+                )
+            )
+            if not sent.delivered and not sent.stored:
+                await updater.failed(self._text(task, f"agent {self.agent_id} cannot take it: {sent.reason}"))
+                return
+            if sent.stored:
+                await updater.submit(self._text(task, f"agent {self.agent_id} is away; the task waits for it"))
+            while True:
+                try:
+                    reply = await asyncio.wait_for(answers.get(), self.reply_timeout)
+                except TimeoutError:
+                    await updater.failed(self._text(task, f"no answer from {self.agent_id} in {self.reply_timeout:g}s"))
+                    return
+                await self._publish(updater, task.context_id, reply)
+                if reply.state in _ENDS:
+                    return
+        finally:
+            self.bridge.forget(task.id)
+
+    async def cancel(self, context: RequestContext, event_queue: EventQueue) -> None:
+        task = context.current_task
+        if task is not None:
+            await TaskUpdater(event_queue, task.id, task.context_id).cancel()
+
+    async def _publish(self, updater: TaskUpdater, context_id: str, reply: A2AReply) -> None:
+        parts = _parts(reply)
+        if reply.artifact_name is not None:
+            await updater.add_artifact(parts, name=reply.artifact_name)
+            if reply.state == "working":
+                return
+            parts = []
+        message = new_text_message("", context_id=context_id, task_id=reply.task_id) if parts else None
+        if message is not None:
+            del message.parts[:]
+            message.parts.extend(parts)
+        if reply.state == "completed":
+            await updater.complete(message)
+        elif reply.state == "failed":
+            await updater.failed(message)
+        elif reply.state == "rejected":
+            await updater.reject(message)
+        elif reply.state == "input-required":
+            await updater.requires_input(message)
+        else:
+            await updater.update_status(_STATES[reply.state], message)
+
+    @staticmethod
+    def _text(task: Any, text: str) -> Any:
+        return new_text_message(text, context_id=task.context_id, task_id=task.id)
+
+
+def _parts(reply: A2AReply) -> list[Part]:
+    parts = []
+    if reply.text is not None:
+        parts.append(new_text_part(reply.text))
+    if reply.data is not None:
+        parts.append(new_data_part(reply.data))
+    return parts

@@ -1,0 +1,99 @@
+"""Agent Cards: what an A2A client reads before it talks to an agent of the mesh (or to the hub).
+
+Cards are ``a2a-sdk`` protobuf ``AgentCard`` objects; the SDK's card route serialises them
+dual-stack (A2A 1.0 ``supportedInterfaces`` plus the 0.3 ``url``, ``preferredTransport``,
+``protocolVersion``) and answers ``If-None-Match`` with 304.
+"""
+
+from __future__ import annotations
+
+from a2a.types.a2a_pb2 import (
+    AgentCapabilities,
+    AgentCard,
+    AgentInterface,
+    AgentSkill,
+    HTTPAuthSecurityScheme,
+    SecurityRequirement,
+    SecurityScheme,
+    StringList,
+)
+
+from ..registry import AgentRecord
+from ..settings import RouterSettings
+
+VERSION = "1"
+MODES = ["text/plain", "application/json"]
+
+
+def agent_url(base_url: str, agent_id: str) -> str:
+    return f"{base_url}/agents/{agent_id}"
+
+
+def agent_card(record: AgentRecord, base_url: str, settings: RouterSettings) -> AgentCard:
+    """The card of one agent of the mesh: JSON-RPC at ``/agents/X``, its capabilities as skills."""
+    url = agent_url(base_url, record.agent_id)
+    skills = [
+        AgentSkill(id=capability, name=capability, description=f"{record.agent_id} can {capability}", tags=[capability])
+        for capability in record.capabilities
+    ] or [
+        AgentSkill(
+            id=record.agent_type,
+            name=record.agent_type,
+            description=f"an agent of type {record.agent_type}",
+            tags=[record.agent_type],
+        )
+    ]
+    card = AgentCard(
+        name=record.agent_id,
+        description=f"{record.agent_type} agent {record.agent_id!r} of a webmcp-a2a mesh, reached through its router",
+        version=VERSION,
+        supported_interfaces=[
+            AgentInterface(url=url, protocol_binding="JSONRPC", protocol_version="1.0"),
+            AgentInterface(url=url, protocol_binding="JSONRPC", protocol_version="0.3"),
+        ],
+        capabilities=AgentCapabilities(streaming=True),
+        default_input_modes=MODES,
+        default_output_modes=MODES,
+        skills=skills,
+    )
+    _declare_security(card, settings)
+    return card
+
+
+def hub_card(records: list[AgentRecord], base_url: str, settings: RouterSettings) -> AgentCard:
+    """The router's own card: the mesh, with one skill per agent naming where its card is."""
+    card = AgentCard(
+        name="webmcp-a2a hub",
+        description=(
+            "A router of a webmcp-a2a mesh. Every agent of the mesh is an A2A agent at /agents/ID "
+            "(its card at /agents/ID/.well-known/agent-card.json); the skills below list them."
+        ),
+        version=VERSION,
+        capabilities=AgentCapabilities(streaming=True),
+        default_input_modes=MODES,
+        default_output_modes=MODES,
+        skills=[
+            AgentSkill(
+                id=record.agent_id,
+                name=record.agent_id,
+                description=f"{record.agent_type} agent, {record.status}: {agent_url(base_url, record.agent_id)}",
+                tags=[record.agent_type, record.status, *record.capabilities],
+            )
+            for record in records
+        ],
+    )
+    _declare_security(card, settings)
+    return card
+
+
+def _declare_security(card: AgentCard, settings: RouterSettings) -> None:
+    """The router's join token, when it has one, is a bearer token on every A2A request."""
+    if settings.join_tokens:
+        card.security_schemes["joinToken"].CopyFrom(
+            SecurityScheme(
+                http_auth_security_scheme=HTTPAuthSecurityScheme(
+                    scheme="bearer", description="The router's join token (serve.py --token)"
+                )
+            )
+        )
+        card.security_requirements.append(SecurityRequirement(schemes={"joinToken": StringList(list=[])}))

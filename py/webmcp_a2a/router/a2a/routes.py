@@ -1,0 +1,114 @@
+"""The A2A endpoints, served through the official ``a2a-sdk``.
+
+* ``GET /.well-known/agent-card.json``: the hub's card (the router, listing the mesh's agents).
+* ``GET /agents/X/.well-known/agent-card.json`` (and the 0.2-era ``agent.json``): agent X's card.
+* ``POST /agents/X``: JSON-RPC 2.0, A2A 1.0 methods and their 0.3 names (the SDK's dispatcher
+  with its 0.3 compatibility on), SSE for streaming. One SDK dispatcher per agent, made when the
+  agent is first addressed; its executor is :class:`~.bridge.MeshExecutor`.
+
+When the router has join tokens, A2A requests must carry one as ``Authorization: Bearer TOKEN``
+(the cards declare it); browsers' requests are held to the Origin allowlist like the rest.
+"""
+
+from __future__ import annotations
+
+import hmac
+
+from a2a.server.request_handlers import DefaultRequestHandler
+from a2a.server.routes import create_agent_card_routes
+from a2a.server.routes.jsonrpc_dispatcher import JsonRpcDispatcher
+from a2a.server.tasks import InMemoryTaskStore
+from a2a.types.a2a_pb2 import AgentCard
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import BaseRoute, Route
+
+from ...protocol import RESERVED_AGENT_IDS
+from ..registry import AgentRecord
+from ..routing import Router
+from .bridge import Bridge, MeshExecutor
+from .cards import agent_card, hub_card
+
+CARD_CACHE = "no-cache"  # cards change as agents come and go: revalidate (ETag) every time
+
+
+class A2AService:
+    """The bridge agent, the per-agent SDK dispatchers, and the routes that reach them."""
+
+    def __init__(self, router: Router) -> None:
+        self.router = router
+        self.bridge = Bridge(router)
+        self._dispatchers: dict[str, JsonRpcDispatcher] = {}
+
+    async def start(self) -> None:
+        await self.bridge.start()
+
+    def stop(self) -> None:
+        self.bridge.stop()
+
+    def routes(self) -> list[BaseRoute]:
+        return [
+            Route("/.well-known/agent-card.json", self._hub_card, methods=["GET"]),
+            Route("/agents/{agent_id}/.well-known/agent-card.json", self._agent_card, methods=["GET"]),
+            Route("/agents/{agent_id}/.well-known/agent.json", self._agent_card, methods=["GET"]),
+            Route("/agents/{agent_id}", self._rpc, methods=["POST"]),
+        ]
+
+    async def _hub_card(self, request: Request) -> Response:
+        agents = self.router.registry.find(include_offline=True)
+        return await _serve_card(hub_card(agents, _base(request), self.router.settings), request)
+
+    async def _agent_card(self, request: Request) -> Response:
+        record = self._agent(request)
+        if record is None:
+            return _no_agent(request)
+        return await _serve_card(agent_card(record, _base(request), self.router.settings), request)
+
+    async def _rpc(self, request: Request) -> Response:
+        record = self._agent(request)
+        if record is None:
+            return _no_agent(request)
+        if not self._authorised(request):
+            return JSONResponse(
+                {"error": "this router requires its join token: Authorization: Bearer TOKEN"},
+                status_code=401,
+                headers={"WWW-Authenticate": "Bearer"},
+            )
+        dispatcher = self._dispatchers.get(record.agent_id)
+        if dispatcher is None:
+            settings = self.router.settings
+            handler = DefaultRequestHandler(
+                agent_executor=MeshExecutor(self.bridge, record.agent_id, settings.a2a_reply_timeout),
+                task_store=InMemoryTaskStore(),
+                agent_card=agent_card(record, _base(request), settings),
+            )
+            dispatcher = self._dispatchers[record.agent_id] = JsonRpcDispatcher(
+                request_handler=handler, enable_v0_3_compat=True
+            )
+        return await dispatcher.handle_requests(request)
+
+    def _agent(self, request: Request) -> AgentRecord | None:
+        agent_id = request.path_params["agent_id"]
+        return None if agent_id in RESERVED_AGENT_IDS else self.router.registry.get(agent_id)
+
+    def _authorised(self, request: Request) -> bool:
+        tokens = self.router.settings.join_tokens
+        if not tokens:
+            return True
+        scheme, _, presented = request.headers.get("authorization", "").partition(" ")
+        return scheme.lower() == "bearer" and any(hmac.compare_digest(presented, token) for token in tokens)
+
+
+async def _serve_card(card: AgentCard, request: Request) -> Response:
+    """Through the SDK's own card route: its dual-stack JSON, ETag and 304."""
+    (route,) = create_agent_card_routes(card, card_url=request.url.path, cache_control=CARD_CACHE)
+    response: Response = await route.endpoint(request)
+    return response
+
+
+def _base(request: Request) -> str:
+    return str(request.base_url).rstrip("/")
+
+
+def _no_agent(request: Request) -> Response:
+    return JSONResponse({"error": f"no agent {request.path_params['agent_id']!r} in this mesh"}, status_code=404)

@@ -1,0 +1,163 @@
+"""Standard A2A clients reach agents of the mesh: the official a2a-sdk client, and raw JSON-RPC 0.3,
+against the example echo agent (a real process) through a real router."""
+
+from __future__ import annotations
+
+import asyncio
+import subprocess
+import sys
+from collections.abc import AsyncIterator, Iterator
+
+import httpx
+import pytest
+from a2a.client import A2ACardResolver, ClientConfig, create_client
+from a2a.helpers.proto_helpers import get_artifact_text, get_message_text, new_text_message
+from a2a.types.a2a_pb2 import GetTaskRequest, Role, SendMessageRequest, TaskState
+
+from tests.conftest import ROOT, RunningRouter, eventually, running_router
+from webmcp_a2a.client.cpython import connect
+from webmcp_a2a.protocol import Hello
+
+
+@pytest.fixture(scope="module")
+def router() -> Iterator[RunningRouter]:
+    with running_router(ack_timeout=5.0, a2a_reply_timeout=10.0) as server:
+        yield server
+
+
+@pytest.fixture(scope="module")
+def echo(router: RunningRouter, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """examples/echo_agent.py, as a user runs it; yields its A2A URL."""
+    credential = tmp_path_factory.mktemp("echo") / "echo.credential"
+    argv = [sys.executable, str(ROOT / "examples" / "echo_agent.py"), "--router", router.ws_url, "--id", "echo"]
+    process = subprocess.Popen([*argv, "--credential-file", str(credential)])
+    try:
+        asyncio.run(eventually(lambda: router.router.registry.online("echo") is not None, timeout=20))
+        yield f"{router.http_url}/agents/echo"
+    finally:
+        process.terminate()
+        process.wait(10)
+
+
+@pytest.fixture
+async def http() -> AsyncIterator[httpx.AsyncClient]:
+    async with httpx.AsyncClient(timeout=15) as client:
+        yield client
+
+
+def user_message(text: str) -> SendMessageRequest:
+    return SendMessageRequest(message=new_text_message(text, role=Role.ROLE_USER))
+
+
+async def test_an_sdk_client_finds_the_agents_card_and_gets_its_answer(echo, http):
+    card = await A2ACardResolver(http, echo).get_agent_card()
+    assert card.name == "echo"
+    assert {(i.url, i.protocol_version) for i in card.supported_interfaces} == {(echo, "1.0"), (echo, "0.3")}
+    client = await create_client(card, ClientConfig(httpx_client=http, streaming=False))
+    (response,) = [event async for event in client.send_message(user_message("hello mesh"))]
+    task = response.task
+    assert task.status.state == TaskState.TASK_STATE_COMPLETED
+    assert get_message_text(task.status.message) == "echo: hello mesh"
+    fetched = await client.get_task(GetTaskRequest(id=task.id))
+    assert fetched.status.state == TaskState.TASK_STATE_COMPLETED
+
+
+async def test_a_streaming_client_sees_the_working_update_then_the_answer(echo, http):
+    card = await A2ACardResolver(http, echo).get_agent_card()
+    client = await create_client(card, ClientConfig(httpx_client=http, streaming=True))
+    states = []
+    texts = []
+    async for event in client.send_message(user_message("stream me")):
+        if event.HasField("status_update"):
+            states.append(event.status_update.status.state)
+            texts.append(get_message_text(event.status_update.status.message))
+    assert states[-2:] == [TaskState.TASK_STATE_WORKING, TaskState.TASK_STATE_COMPLETED]
+    assert texts[-2:] == ["echoing 9 characters", "echo: stream me"]
+
+
+async def test_a_0_3_client_sends_with_the_0_3_method_name(echo):
+    request = {
+        "jsonrpc": "2.0",
+        "id": 3,
+        "method": "message/send",
+        "params": {"message": {"role": "user", "parts": [{"kind": "text", "text": "old school"}],
+                               "messageId": "m-03", "kind": "message"}},
+    }  # fmt: skip
+    async with httpx.AsyncClient(timeout=15) as http:  # no A2A-Version header: 0.3
+        answer = (await http.post(echo, json=request)).json()
+    assert answer["result"]["status"]["state"] == "completed"
+    assert answer["result"]["status"]["message"]["parts"] == [{"kind": "text", "text": "echo: old school"}]
+
+
+V1 = {"A2A-Version": "1.0"}
+
+
+@pytest.mark.parametrize(
+    ("body", "headers", "code"),
+    [
+        ("{not json", {}, -32700),
+        ('{"jsonrpc": "2.0", "id": 1}', {}, -32600),
+        ('{"jsonrpc": "2.0", "id": 1, "method": "tasks/teleport", "params": {}}', {}, -32601),
+        ('{"jsonrpc": "2.0", "id": 1, "method": "SendMessage", "params": {"message": 5}}', V1, -32602),
+        ('{"jsonrpc": "2.0", "id": 1, "method": "tasks/get", "params": {"id": "no-such-task"}}', {}, -32001),
+        ('{"jsonrpc": "2.0", "id": 1, "method": "GetTask", "params": {"id": "x"}}', {"A2A-Version": "9.9"}, -32009),
+    ],
+    ids=["parse-error", "invalid-request", "method-not-found", "invalid-params", "task-not-found", "version"],
+)
+async def test_bad_json_rpc_gets_the_specs_error_code(echo, body, headers, code):
+    async with httpx.AsyncClient(timeout=15) as http:
+        response = await http.post(echo, content=body, headers={"Content-Type": "application/json", **headers})
+    assert response.json()["error"]["code"] == code
+
+
+async def test_cards_are_dual_stack_and_revalidate_with_their_etag(echo, router, http):
+    for path in ("/.well-known/agent-card.json", "/.well-known/agent.json"):
+        response = await http.get(echo + path)
+        card = response.json()
+        assert (card["url"], card["protocolVersion"], card["preferredTransport"]) == (echo, "0.3", "JSONRPC")
+        again = await http.get(echo + path, headers={"If-None-Match": response.headers["etag"]})
+        assert again.status_code == 304
+    hub = (await http.get(f"{router.http_url}/.well-known/agent-card.json")).json()
+    assert "echo" in {skill["id"] for skill in hub["skills"]}
+    assert "a2a" not in {skill["id"] for skill in hub["skills"]}  # the router's own bridge is not listed
+
+
+async def test_an_agent_the_mesh_does_not_know_is_a_404(router, http):
+    assert (await http.get(f"{router.http_url}/agents/nobody/.well-known/agent-card.json")).status_code == 404
+    assert (await http.post(f"{router.http_url}/agents/nobody", json={})).status_code == 404
+    assert (await http.post(f"{router.http_url}/agents/a2a", json={})).status_code == 404  # reserved
+
+
+async def test_with_a_join_token_a2a_requests_need_it_as_a_bearer_token():
+    with running_router(join_tokens=["a2a-token-0123456789"]) as server:
+        base = f"{server.http_url}/agents/someone"
+        server.router.registry.remember(Hello(agent_id="someone", agent_type="executor"), 0.0)
+        async with httpx.AsyncClient(timeout=5) as http:
+            card = (await http.get(f"{base}/.well-known/agent-card.json")).json()
+            assert card["securitySchemes"]["joinToken"]["httpAuthSecurityScheme"]["scheme"] == "bearer"
+            refused = await http.post(base, json={"jsonrpc": "2.0", "id": 1, "method": "tasks/get", "params": {}})
+            assert refused.status_code == 401
+            allowed = await http.post(
+                base,
+                json={"jsonrpc": "2.0", "id": 1, "method": "tasks/get", "params": {"id": "x"}},
+                headers={"Authorization": "Bearer a2a-token-0123456789"},
+            )
+            assert allowed.json()["error"]["code"] == -32001  # through to the SDK: no such task
+
+
+async def test_an_artifact_reaches_the_client(router, http):
+    maker = await connect(router.ws_url, Hello(agent_id="maker", agent_type="executor"), reconnect=False)
+
+    async def make(task):
+        await task.add_artifact("report", text=f"report on {task.text}")
+        await task.complete("done")
+
+    maker.on_task(make)
+    try:
+        card = await A2ACardResolver(http, f"{router.http_url}/agents/maker").get_agent_card()
+        client = await create_client(card, ClientConfig(httpx_client=http, streaming=False))
+        (response,) = [event async for event in client.send_message(user_message("the weather"))]
+        (artifact,) = response.task.artifacts
+        assert (artifact.name, get_artifact_text(artifact)) == ("report", "report on the weather")
+    finally:
+        maker.close()
