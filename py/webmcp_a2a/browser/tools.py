@@ -21,6 +21,7 @@ from pydantic import BaseModel, ValidationError
 
 from ..client.agent import Agent, RouterError
 from ..protocol import (
+    A2AReply,
     BarrierArgs,
     BroadcastArgs,
     DiscoverArgs,
@@ -139,6 +140,12 @@ def _summarize_task(result: TaskOutcome) -> str:
     return text + (f" (answered by {result.responder})." if result.responder else f": {result.detail}.")
 
 
+def _summarize_reply(result: SendResult) -> str:
+    if result.delivered:
+        return "The answer went to the A2A client (through the router's A2A bridge)."
+    return f"The answer was not delivered: {result.reason}."
+
+
 async def _subscribe(agent: Agent, args: SubscribeArgs) -> SubscribeResult:
     return await agent.subscribe(args.target, args.filter)
 
@@ -253,6 +260,20 @@ TOOLS: tuple[Tool[Any, Any], ...] = (
         arguments=BarrierArgs,
         run=Agent.barrier,
         summarize=lambda result: f"Barrier {result.name!r} released: {', '.join(result.arrived)} arrived.",
+    ),
+    Tool(
+        name="a2a_reply",
+        title="Answer an A2A task",
+        description=(
+            "Answer a task that a standard A2A client gave this agent. Such tasks arrive in a2a_inbox as "
+            "task_request messages whose payload has a2a_task {task_id, context_id, text, data}. state: working "
+            "(a progress update), input-required (ask the client a question; its answer comes as a new task in "
+            "the same context), completed (default), failed, rejected. Give text and/or data; with artifact_name "
+            "they become a named result (artifact) of the task."
+        ),
+        arguments=A2AReply,
+        run=Agent.answer_task,
+        summarize=_summarize_reply,
     ),
     Tool(
         name="a2a_request",

@@ -21,8 +21,11 @@ from typing import Any, Protocol
 from pydantic import ValidationError
 
 from ..protocol import (
+    A2A_BRIDGE_ID,
+    A2A_REPLY_KEY,
     BROADCAST,
     TOPIC_PREFIX,
+    A2AReply,
     BarrierArgs,
     BarrierRequest,
     BarrierResult,
@@ -299,6 +302,17 @@ class Agent:
                 message_type="task_response",
                 payload=payload,
                 correlation_id=request.metadata.correlation_id,
+            )
+        )
+
+    async def answer_task(self, reply: A2AReply) -> SendResult:
+        """Answer an A2A task given to this agent (a status update, an artifact, or its outcome)."""
+        return await self.send_message(
+            SendMessageArgs(
+                target_agent_id=A2A_BRIDGE_ID,
+                message_type="task_response",
+                payload={A2A_REPLY_KEY: reply.model_dump(mode="json")},
+                correlation_id=reply.task_id,
             )
         )
 

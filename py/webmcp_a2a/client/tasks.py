@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from ..protocol import A2A_REPLY_KEY, A2A_TASK_KEY, A2AReply, A2ATask, ReceivedMessage, ReplyState, SendResult
+from ..protocol import A2A_TASK_KEY, A2AReply, A2ATask, ReceivedMessage, ReplyState, SendResult
 
 if TYPE_CHECKING:
     from .agent import Agent
@@ -57,7 +57,7 @@ class InboundTask:
     ) -> SendResult:
         """Send one answer; every other method is this with a state."""
         reply = A2AReply(task_id=self.task_id, state=state, text=text, data=data, artifact_name=artifact_name)
-        return await self._agent.respond(self.message, {A2A_REPLY_KEY: reply.model_dump(mode="json")})
+        return await self._agent.answer_task(reply)
 
     async def update(self, text: str | None = None, data: dict[str, Any] | None = None) -> SendResult:
         """A status update: still working."""
