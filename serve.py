@@ -30,6 +30,7 @@ SETTING_FLAGS = {
     "--max-frame-bytes": "max_frame_bytes",
     "--queue-limit": "queue_limit",
     "--ack-timeout": "ack_timeout",
+    "--a2a-reply-timeout": "a2a_reply_timeout",
     "--store-limit": "store_limit_per_agent",
     "--store-bytes-per-agent": "store_bytes_per_agent",
     "--store-bytes-total": "store_bytes_total",
