@@ -720,9 +720,11 @@ class LinkStatus(_Model):
 # An A2A client's message to agent X (POST /agents/X) reaches X as a task_request envelope whose
 # payload is {"a2a_task": A2ATask}; X answers with task_response envelopes (same correlation_id,
 # the task id) whose payload is {"a2a_reply": A2AReply}: status updates, artifacts, the outcome.
+# When the client cancels, X gets a notification whose payload is {"a2a_cancel": {"task_id": ...}}.
 
 A2A_TASK_KEY = "a2a_task"
 A2A_REPLY_KEY = "a2a_reply"
+A2A_CANCEL_KEY = "a2a_cancel"  # a notification's payload: {"a2a_cancel": {"task_id": ...}}: the client cancelled
 ReplyState = Literal["working", "input-required", "completed", "failed", "rejected"]
 
 

@@ -12,7 +12,7 @@ import httpx
 import pytest
 from a2a.client import A2ACardResolver, ClientConfig, create_client
 from a2a.helpers.proto_helpers import get_artifact_text, get_message_text, new_text_message
-from a2a.types.a2a_pb2 import GetTaskRequest, Role, SendMessageRequest, TaskState
+from a2a.types.a2a_pb2 import CancelTaskRequest, GetTaskRequest, Role, SendMessageRequest, TaskState
 
 from tests.conftest import ROOT, RunningRouter, eventually, running_router
 from webmcp_a2a.client.cpython import connect
@@ -161,3 +161,56 @@ async def test_an_artifact_reaches_the_client(router, http):
         assert (artifact.name, get_artifact_text(artifact)) == ("report", "report on the weather")
     finally:
         maker.close()
+
+
+async def test_input_required_then_the_clients_answer_continues_the_same_task(router, http):
+    asker = await connect(router.ws_url, Hello(agent_id="asker", agent_type="executor"), reconnect=False)
+    seen: list[tuple[str, str]] = []
+
+    async def ask(task):
+        seen.append((task.task_id, task.text))
+        if len(seen) == 1:
+            await task.require_input("which city?")
+        else:
+            await task.complete(f"weather in {task.text}: sunny")
+
+    asker.on_task(ask)
+    try:
+        card = await A2ACardResolver(http, f"{router.http_url}/agents/asker").get_agent_card()
+        client = await create_client(card, ClientConfig(httpx_client=http, streaming=False))
+        (first,) = [event async for event in client.send_message(user_message("weather please"))]
+        assert first.task.status.state == TaskState.TASK_STATE_INPUT_REQUIRED
+        assert get_message_text(first.task.status.message) == "which city?"
+        follow_up = new_text_message(
+            "Lyon", role=Role.ROLE_USER, context_id=first.task.context_id, task_id=first.task.id
+        )
+        (second,) = [event async for event in client.send_message(SendMessageRequest(message=follow_up))]
+        assert second.task.id == first.task.id
+        assert second.task.status.state == TaskState.TASK_STATE_COMPLETED
+        assert get_message_text(second.task.status.message) == "weather in Lyon: sunny"
+        assert [task_id for task_id, _ in seen] == [first.task.id, first.task.id]
+    finally:
+        asker.close()
+
+
+async def test_a_cancel_from_the_client_reaches_the_agent(router, http):
+    worker = await connect(router.ws_url, Hello(agent_id="slowpoke", agent_type="executor"), reconnect=False)
+    heard: list[str] = []
+
+    async def work(task):
+        await task.update("started")
+        await asyncio.wait_for(task.cancelled.wait(), 10)
+        heard.append(task.task_id)
+
+    worker.on_task(work)
+    try:
+        card = await A2ACardResolver(http, f"{router.http_url}/agents/slowpoke").get_agent_card()
+        client = await create_client(card, ClientConfig(httpx_client=http, streaming=False))
+        request = user_message("take your time")
+        request.configuration.return_immediately = True
+        (started,) = [event async for event in client.send_message(request)]
+        cancelled = await client.cancel_task(CancelTaskRequest(id=started.task.id))
+        assert cancelled.status.state == TaskState.TASK_STATE_CANCELED
+        await eventually(lambda: heard == [started.task.id])
+    finally:
+        worker.close()

@@ -60,7 +60,7 @@ from ..protocol import (
     new_message_id,
 )
 from .core import ClientCore, Failed, Received, Replied, Welcomed
-from .tasks import InboundTask, is_a2a_task
+from .tasks import InboundTask, cancelled_task_id, is_a2a_task
 
 log = logging.getLogger("webmcp_a2a.client")
 
@@ -134,6 +134,7 @@ class Agent:
         self._arrivals: set[asyncio.Future[None]] = set()
         self._handlers: list[MessageHandler] = []
         self._task_handlers: list[TaskHandler] = []
+        self._open_tasks: dict[str, InboundTask] = {}  # given through on_task, not answered for good yet
         self._state_listeners: list[StateListener] = []
         self._awaited_responses: dict[str, asyncio.Future[ReceivedMessage]] = {}
         self._heartbeat_task: asyncio.Task[None] | None = None
@@ -316,6 +317,10 @@ class Agent:
             )
         )
 
+    def forget_task(self, task_id: str) -> None:
+        """The A2A task is answered for good: stop tracking it for cancellation."""
+        self._open_tasks.pop(task_id, None)
+
     def set_busy(self, busy: bool) -> None:
         """Tell the router (and so a2a_discover and senders) whether this agent is busy."""
         self.busy = busy
@@ -427,9 +432,14 @@ class Agent:
             except ValidationError:
                 log.warning("an A2A task that does not validate went to the inbox: %s", message.message_id)
             else:
+                self._open_tasks[task.task_id] = task
                 for task_handler in list(self._task_handlers):
                     self._call(task_handler, task)
                 return  # answered through the task: it does not wait in the inbox
+        cancelled = cancelled_task_id(message)
+        if cancelled is not None and cancelled in self._open_tasks:
+            self._open_tasks.pop(cancelled).cancelled.set()
+            return
         self._inbox.append(message)
         for arrival in self._arrivals:
             if not arrival.done():

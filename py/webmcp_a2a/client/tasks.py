@@ -15,9 +15,10 @@ update, an artifact or the task's outcome for the A2A client::
 
 from __future__ import annotations
 
+import asyncio
 from typing import TYPE_CHECKING, Any
 
-from ..protocol import A2A_TASK_KEY, A2AReply, A2ATask, ReceivedMessage, ReplyState, SendResult
+from ..protocol import A2A_CANCEL_KEY, A2A_TASK_KEY, A2AReply, A2ATask, ReceivedMessage, ReplyState, SendResult
 
 if TYPE_CHECKING:
     from .agent import Agent
@@ -30,6 +31,7 @@ class InboundTask:
         self._agent = agent
         self.message = message
         self.task = A2ATask.model_validate(message.payload[A2A_TASK_KEY])
+        self.cancelled = asyncio.Event()  # set when the A2A client cancels the task
 
     @property
     def task_id(self) -> str:
@@ -57,6 +59,8 @@ class InboundTask:
     ) -> SendResult:
         """Send one answer; every other method is this with a state."""
         reply = A2AReply(task_id=self.task_id, state=state, text=text, data=data, artifact_name=artifact_name)
+        if state != "working":
+            self._agent.forget_task(self.task_id)  # answered: a cancel of it no longer concerns this agent
         return await self._agent.answer_task(reply)
 
     async def update(self, text: str | None = None, data: dict[str, Any] | None = None) -> SendResult:
@@ -83,3 +87,12 @@ class InboundTask:
 
 def is_a2a_task(message: ReceivedMessage) -> bool:
     return message.message_type == "task_request" and A2A_TASK_KEY in message.payload
+
+
+def cancelled_task_id(message: ReceivedMessage) -> str | None:
+    """The task an A2A client cancelled, when ``message`` says so."""
+    cancel = message.payload.get(A2A_CANCEL_KEY)
+    task_id = cancel.get("task_id") if isinstance(cancel, dict) else None
+    if message.message_type == "notification" and isinstance(task_id, str):
+        return task_id
+    return None

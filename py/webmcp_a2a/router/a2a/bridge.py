@@ -31,6 +31,7 @@ from a2a.types.a2a_pb2 import Part, TaskState
 from ...client.agent import Agent
 from ...protocol import (
     A2A_BRIDGE_ID,
+    A2A_CANCEL_KEY,
     A2A_REPLY_KEY,
     A2A_TASK_KEY,
     A2AReply,
@@ -189,9 +190,19 @@ class MeshExecutor(AgentExecutor):
             self.bridge.forget(task.id)
 
     async def cancel(self, context: RequestContext, event_queue: EventQueue) -> None:
+        """The client cancelled: the task ends ``canceled``, and the agent hears of it."""
         task = context.current_task
-        if task is not None:
-            await TaskUpdater(event_queue, task.id, task.context_id).cancel()
+        if task is None:
+            return
+        await TaskUpdater(event_queue, task.id, task.context_id).cancel()
+        await self.bridge.agent.send_message(
+            SendMessageArgs(
+                target_agent_id=self.agent_id,
+                message_type="notification",
+                payload={A2A_CANCEL_KEY: {"task_id": task.id}},
+                correlation_id=task.id,
+            )
+        )
 
     async def _publish(self, updater: TaskUpdater, context_id: str, reply: A2AReply) -> None:
         parts = _parts(reply)
