@@ -14,7 +14,7 @@ from a2a.client import A2ACardResolver, ClientConfig, create_client
 from a2a.helpers.proto_helpers import get_artifact_text, get_message_text, new_text_message
 from a2a.types.a2a_pb2 import CancelTaskRequest, GetTaskRequest, Role, SendMessageRequest, TaskState
 
-from tests.conftest import ROOT, RunningRouter, eventually, running_router
+from tests.conftest import ROOT, RunningRouter, eventually, free_port, running_router
 from webmcp_a2a.client.cpython import connect
 from webmcp_a2a.protocol import Hello
 
@@ -213,4 +213,38 @@ async def test_a_cancel_from_the_client_reaches_the_agent(router, http):
         assert cancelled.status.state == TaskState.TASK_STATE_CANCELED
         await eventually(lambda: heard == [started.task.id])
     finally:
+        worker.close()
+
+
+async def test_a_task_survives_a_router_restart_between_request_and_answer(tmp_path):
+    store, port = str(tmp_path / "router.sqlite3"), free_port()
+    release = asyncio.Event()
+
+    async def work(task):
+        await task.update("on it")
+        await release.wait()
+        await task.complete("done after the restart")
+
+    with running_router(port, store_path=store) as first:
+        worker = await connect(first.ws_url, Hello(agent_id="patient", agent_type="executor"))  # reconnects
+        worker.on_task(work)
+        async with httpx.AsyncClient(timeout=15) as http:
+            card = await A2ACardResolver(http, f"{first.http_url}/agents/patient").get_agent_card()
+            client = await create_client(card, ClientConfig(httpx_client=http, streaming=False))
+            request = user_message("survive this")
+            request.configuration.return_immediately = True
+            (started,) = [event async for event in client.send_message(request)]
+    with running_router(port, store_path=store) as second:
+        await eventually(lambda: second.router.registry.online("patient") is not None, timeout=20)
+        release.set()  # the answer goes to the new router, which has no request waiting for it
+        async with httpx.AsyncClient(timeout=15) as http:
+            card = await A2ACardResolver(http, f"{second.http_url}/agents/patient").get_agent_card()
+            client = await create_client(card, ClientConfig(httpx_client=http, streaming=False))
+            for _ in range(100):
+                task = await client.get_task(GetTaskRequest(id=started.task.id))
+                if task.status.state == TaskState.TASK_STATE_COMPLETED:
+                    break
+                await asyncio.sleep(0.1)
+            assert task.status.state == TaskState.TASK_STATE_COMPLETED
+            assert get_message_text(task.status.message) == "done after the restart"
         worker.close()

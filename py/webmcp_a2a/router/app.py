@@ -123,7 +123,7 @@ def create_app(
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
         await a2a.start()
         yield
-        a2a.stop()
+        await a2a.stop()
 
     app = Starlette(
         lifespan=lifespan,

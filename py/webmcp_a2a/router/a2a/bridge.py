@@ -26,7 +26,7 @@ from a2a.helpers.proto_helpers import (
 from a2a.server.agent_execution import AgentExecutor, RequestContext
 from a2a.server.events import EventQueue
 from a2a.server.tasks import TaskUpdater
-from a2a.types.a2a_pb2 import Part, TaskState
+from a2a.types.a2a_pb2 import Part
 
 from ...client.agent import Agent
 from ...protocol import (
@@ -41,6 +41,7 @@ from ...protocol import (
     SendMessageArgs,
 )
 from ..connection import CONTROL_PRIORITY, DropCallback
+from .tasks import STATES, TaskStores
 
 if TYPE_CHECKING:
     from ..limits import RateLimit
@@ -97,10 +98,12 @@ class InProcessLink:
 class Bridge:
     """The ``a2a`` agent: sends tasks into the mesh and routes the answers to whoever waits for them."""
 
-    def __init__(self, router: Router) -> None:
+    def __init__(self, router: Router, tasks: TaskStores) -> None:
         self.router = router
+        self.tasks = tasks
         self.agent = Agent(Hello(agent_id=A2A_BRIDGE_ID, agent_type="a2a-bridge"), inbox_limit=100_000)
         self._waiting: dict[str, asyncio.Queue[A2AReply]] = {}
+        self._late: set[asyncio.Task[None]] = set()  # late answers being written to the task store
         self._link: InProcessLink | None = None
         self.agent.on_message(self._received)
 
@@ -120,24 +123,29 @@ class Bridge:
         self._waiting.pop(task_id, None)
 
     def _received(self, message: ReceivedMessage) -> None:
-        reply = message.payload.get(A2A_REPLY_KEY)
-        queue = self._waiting.get(message.metadata.correlation_id or "")
-        if message.message_type != "task_response" or reply is None or queue is None:
-            log.info("the A2A bridge dropped a message it was not waiting for: %s", message.message_id)
+        payload = message.payload.get(A2A_REPLY_KEY)
+        if message.message_type != "task_response" or payload is None or message.from_agent is None:
+            log.info("the A2A bridge dropped a message that is no task answer: %s", message.message_id)
             return
         try:
-            queue.put_nowait(A2AReply.model_validate(reply))
+            reply = A2AReply.model_validate(payload)
         except ValueError as exc:
             log.warning("an agent's A2A reply does not validate: %s", exc)
+            return
+        queue = self._waiting.get(reply.task_id)
+        if queue is not None:
+            queue.put_nowait(reply)
+            return
+        # Nobody waits (the router restarted since the request): write it to the stored task.
+        late = asyncio.ensure_future(self._apply_late(message.from_agent, reply))
+        self._late.add(late)
+        late.add_done_callback(self._late.discard)
+
+    async def _apply_late(self, agent_id: str, reply: A2AReply) -> None:
+        if not await self.tasks.apply(agent_id, reply, _parts(reply)):
+            log.info("an answer from %s for unknown task %s was dropped", agent_id, reply.task_id)
 
 
-_STATES = {
-    "working": TaskState.TASK_STATE_WORKING,
-    "input-required": TaskState.TASK_STATE_INPUT_REQUIRED,
-    "completed": TaskState.TASK_STATE_COMPLETED,
-    "failed": TaskState.TASK_STATE_FAILED,
-    "rejected": TaskState.TASK_STATE_REJECTED,
-}
 _ENDS = {"input-required", "completed", "failed", "rejected"}  # execute() returns on these
 
 
@@ -224,7 +232,7 @@ class MeshExecutor(AgentExecutor):
         elif reply.state == "input-required":
             await updater.requires_input(message)
         else:
-            await updater.update_status(_STATES[reply.state], message)
+            await updater.update_status(STATES[reply.state], message)
 
     @staticmethod
     def _text(task: Any, text: str) -> Any:

@@ -17,7 +17,6 @@ import hmac
 from a2a.server.request_handlers import DefaultRequestHandler
 from a2a.server.routes import create_agent_card_routes
 from a2a.server.routes.jsonrpc_dispatcher import JsonRpcDispatcher
-from a2a.server.tasks import InMemoryTaskStore
 from a2a.types.a2a_pb2 import AgentCard
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
@@ -28,6 +27,7 @@ from ..registry import AgentRecord
 from ..routing import Router
 from .bridge import Bridge, MeshExecutor
 from .cards import agent_card, hub_card
+from .tasks import AgentContextBuilder, TaskStores
 
 CARD_CACHE = "no-cache"  # cards change as agents come and go: revalidate (ETag) every time
 
@@ -37,14 +37,16 @@ class A2AService:
 
     def __init__(self, router: Router) -> None:
         self.router = router
-        self.bridge = Bridge(router)
+        self.tasks = TaskStores(router.settings.store_path)
+        self.bridge = Bridge(router, self.tasks)
         self._dispatchers: dict[str, JsonRpcDispatcher] = {}
 
     async def start(self) -> None:
         await self.bridge.start()
 
-    def stop(self) -> None:
+    async def stop(self) -> None:
         self.bridge.stop()
+        await self.tasks.close()
 
     def routes(self) -> list[BaseRoute]:
         return [
@@ -79,11 +81,11 @@ class A2AService:
             settings = self.router.settings
             handler = DefaultRequestHandler(
                 agent_executor=MeshExecutor(self.bridge, record.agent_id, settings.a2a_reply_timeout),
-                task_store=InMemoryTaskStore(),
+                task_store=self.tasks.store,
                 agent_card=agent_card(record, _base(request), settings),
             )
             dispatcher = self._dispatchers[record.agent_id] = JsonRpcDispatcher(
-                request_handler=handler, enable_v0_3_compat=True
+                request_handler=handler, context_builder=AgentContextBuilder(), enable_v0_3_compat=True
             )
         return await dispatcher.handle_requests(request)
 
