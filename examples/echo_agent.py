@@ -37,8 +37,8 @@ async def main(argv: list[str] | None = None) -> None:
     )
     args = parser.parse_args(argv)
     hello = Hello(agent_id=args.id, agent_type="echo", capabilities=["echo"], join_token=args.token)
-    agent = await connect(args.router, hello, credential_file=args.credential_file or Path(f"{args.id}.credential"))
-    agent.on_task(echo)
+    credential_file = args.credential_file or Path(f"{args.id}.credential")
+    await connect(args.router, hello, credential_file=credential_file, on_task=echo)
     print(f"echo agent {args.id!r} is in the mesh at {args.router}", flush=True)
     await asyncio.Event().wait()  # until interrupted
 

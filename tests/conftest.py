@@ -4,8 +4,12 @@ from __future__ import annotations
 
 import asyncio
 import socket
+import subprocess
+import sys
 import threading
 import time
+import urllib.request
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -72,6 +76,38 @@ def running_router(port: int | None = None, **settings):
         yield server
     finally:
         server.stop()
+
+
+@contextmanager
+def serving(*flags: str, port: int | None = None) -> Iterator[str]:
+    """``serve.py`` itself, as a user runs it, with ``flags`` (on a free port by default); yields its URL."""
+    port = port or free_port()
+    argv = [
+        sys.executable,
+        str(ROOT / "serve.py"),
+        "--port",
+        str(port),
+        "--log-level",
+        "warning",
+        "--store",
+        ":memory:",
+    ]
+    process = subprocess.Popen([*argv, *flags], cwd=ROOT)
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 20
+    try:
+        while True:
+            try:
+                urllib.request.urlopen(f"{url}/healthz", timeout=1).read()
+                break
+            except OSError:
+                if time.monotonic() > deadline or process.poll() is not None:
+                    raise RuntimeError("serve.py did not come up") from None
+                time.sleep(0.1)
+        yield url
+    finally:
+        process.terminate()
+        process.wait(10)
 
 
 @pytest.fixture(scope="session")

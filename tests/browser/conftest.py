@@ -12,11 +12,8 @@ from __future__ import annotations
 import contextlib
 import itertools
 import socket
-import subprocess
-import sys
 import threading
 import time
-import urllib.request
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -26,44 +23,12 @@ import pytest
 from playwright.sync_api import Browser, BrowserContext, Frame, Page, Playwright
 
 from bench.common import CHROMIUM, QUIET_NETWORK
-from tests.conftest import ROOT, free_port
+from tests.conftest import free_port, serving
 
 LOCAL_HOSTS = {"127.0.0.1", "localhost"}
 READY_TIMEOUT_MS = 60_000
 
 _page_ids = itertools.count()
-
-
-@contextlib.contextmanager
-def serving(*flags: str) -> Iterator[str]:
-    """``serve.py`` itself, as a user runs it, on a free port, with ``flags``; yields its URL."""
-    port = free_port()
-    argv = [
-        sys.executable,
-        str(ROOT / "serve.py"),
-        "--port",
-        str(port),
-        "--log-level",
-        "warning",
-        "--store",
-        ":memory:",
-    ]
-    process = subprocess.Popen([*argv, *flags], cwd=ROOT)
-    url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 20
-    try:
-        while True:
-            try:
-                urllib.request.urlopen(f"{url}/healthz", timeout=1).read()
-                break
-            except OSError:
-                if time.monotonic() > deadline or process.poll() is not None:
-                    raise RuntimeError("serve.py did not come up") from None
-                time.sleep(0.1)
-        yield url
-    finally:
-        process.terminate()
-        process.wait(10)
 
 
 @pytest.fixture(scope="session")

@@ -12,8 +12,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 from playwright.sync_api import Page
 
-from tests.browser.conftest import READY_TIMEOUT_MS, serving, wait_until
-from tests.conftest import free_port
+from tests.browser.conftest import READY_TIMEOUT_MS, wait_until
+from tests.conftest import free_port, serving
 
 READY = "document.documentElement.dataset.a2a === 'ready'"
 

@@ -12,9 +12,16 @@ import httpx
 import pytest
 from a2a.client import A2ACardResolver, ClientConfig, create_client
 from a2a.helpers.proto_helpers import get_artifact_text, get_message_text, new_text_message
-from a2a.types.a2a_pb2 import CancelTaskRequest, GetTaskRequest, Role, SendMessageRequest, TaskState
+from a2a.types.a2a_pb2 import (
+    CancelTaskRequest,
+    GetTaskRequest,
+    ListTasksRequest,
+    Role,
+    SendMessageRequest,
+    TaskState,
+)
 
-from tests.conftest import ROOT, RunningRouter, eventually, free_port, running_router
+from tests.conftest import ROOT, RunningRouter, eventually, free_port, running_router, serving
 from webmcp_a2a.client.cpython import connect
 from webmcp_a2a.protocol import Hello
 
@@ -225,20 +232,20 @@ async def test_a_task_survives_a_router_restart_between_request_and_answer(tmp_p
         await release.wait()
         await task.complete("done after the restart")
 
-    with running_router(port, store_path=store) as first:
-        worker = await connect(first.ws_url, Hello(agent_id="patient", agent_type="executor"))  # reconnects
-        worker.on_task(work)
+    with serving("--store", store, port=port) as first:  # a real serve.py process, restarted below
+        hello = Hello(agent_id="patient", agent_type="executor")
+        worker = await connect(f"ws://127.0.0.1:{port}/a2a", hello, on_task=work)  # reconnects by itself
         async with httpx.AsyncClient(timeout=15) as http:
-            card = await A2ACardResolver(http, f"{first.http_url}/agents/patient").get_agent_card()
+            card = await A2ACardResolver(http, f"{first}/agents/patient").get_agent_card()
             client = await create_client(card, ClientConfig(httpx_client=http, streaming=False))
             request = user_message("survive this")
             request.configuration.return_immediately = True
             (started,) = [event async for event in client.send_message(request)]
-    with running_router(port, store_path=store) as second:
-        await eventually(lambda: second.router.registry.online("patient") is not None, timeout=20)
+    with serving("--store", store, port=port) as second:
+        await eventually(lambda: worker.state == "connected", timeout=20)
         release.set()  # the answer goes to the new router, which has no request waiting for it
         async with httpx.AsyncClient(timeout=15) as http:
-            card = await A2ACardResolver(http, f"{second.http_url}/agents/patient").get_agent_card()
+            card = await A2ACardResolver(http, f"{second}/agents/patient").get_agent_card()
             client = await create_client(card, ClientConfig(httpx_client=http, streaming=False))
             for _ in range(100):
                 task = await client.get_task(GetTaskRequest(id=started.task.id))
@@ -248,3 +255,62 @@ async def test_a_task_survives_a_router_restart_between_request_and_answer(tmp_p
             assert task.status.state == TaskState.TASK_STATE_COMPLETED
             assert get_message_text(task.status.message) == "done after the restart"
         worker.close()
+
+
+async def test_a_task_for_an_offline_agent_waits_and_is_handed_over_when_it_connects(router, http):
+    hello = Hello(agent_id="sleeper", agent_type="executor")
+    sleeper = await connect(router.ws_url, hello, reconnect=False)
+    credential = sleeper.credential
+    sleeper.close()
+    await eventually(lambda: router.router.registry.online("sleeper") is None)
+    card = await A2ACardResolver(http, f"{router.http_url}/agents/sleeper").get_agent_card()
+    client = await create_client(card, ClientConfig(httpx_client=http, streaming=False))
+    request = user_message("for when you wake up")
+    request.configuration.return_immediately = True
+    (waiting,) = [event async for event in client.send_message(request)]
+    assert waiting.task.status.state == TaskState.TASK_STATE_SUBMITTED
+
+    async def answer(task):
+        await task.complete(f"good morning: {task.text}")
+
+    # on_task before the hello: the waiting task is handed over right after the welcome
+    awake = await connect(
+        router.ws_url, hello.model_copy(update={"credential": credential}), reconnect=False, on_task=answer
+    )
+    try:
+        for _ in range(100):
+            task = await client.get_task(GetTaskRequest(id=waiting.task.id))
+            if task.status.state == TaskState.TASK_STATE_COMPLETED:
+                break
+            await asyncio.sleep(0.1)
+        assert get_message_text(task.status.message) == "good morning: for when you wake up"
+    finally:
+        awake.close()
+
+
+async def test_a_task_fails_when_its_agent_does_not_answer_in_time():
+    with running_router(a2a_reply_timeout=0.5) as server:
+        mute = await connect(server.ws_url, Hello(agent_id="mute", agent_type="executor"), reconnect=False)
+        mute.on_task(lambda task: None)  # takes tasks, never answers
+        try:
+            async with httpx.AsyncClient(timeout=15) as http:
+                card = await A2ACardResolver(http, f"{server.http_url}/agents/mute").get_agent_card()
+                client = await create_client(card, ClientConfig(httpx_client=http, streaming=False))
+                (response,) = [event async for event in client.send_message(user_message("hello?"))]
+            assert response.task.status.state == TaskState.TASK_STATE_FAILED
+            assert "no answer from mute" in get_message_text(response.task.status.message)
+        finally:
+            mute.close()
+
+
+async def test_list_tasks_shows_only_the_agents_own_tasks(echo, router, http):
+    card = await A2ACardResolver(http, echo).get_agent_card()
+    client = await create_client(card, ClientConfig(httpx_client=http, streaming=False))
+    (response,) = [event async for event in client.send_message(user_message("list me"))]
+    listed = await client.list_tasks(ListTasksRequest())
+    assert response.task.id in {task.id for task in listed.tasks}
+    other = await create_client(
+        await A2ACardResolver(http, f"{router.http_url}/agents/maker").get_agent_card(),
+        ClientConfig(httpx_client=http, streaming=False),
+    )
+    assert response.task.id not in {task.id for task in (await other.list_tasks(ListTasksRequest())).tasks}

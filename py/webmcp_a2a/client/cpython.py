@@ -22,7 +22,7 @@ import websockets
 from websockets.asyncio.client import ClientConnection
 
 from ..protocol import Hello
-from .agent import Agent
+from .agent import Agent, TaskHandler
 from .backoff import Backoff
 
 log = logging.getLogger("webmcp_a2a.client")
@@ -78,6 +78,7 @@ async def connect(
     *,
     reconnect: bool = True,
     credential_file: str | Path | None = None,
+    on_task: TaskHandler | None = None,
     **agent_options: Any,
 ) -> Agent:
     """Open a connection, say hello, and wait for the router's welcome.
@@ -86,12 +87,17 @@ async def connect(
     present it (``hello.credential``). With ``credential_file`` the credential is read from that
     file when the hello has none, and written there (mode 0600) when the router issues one, so a
     backend agent keeps its id across restarts.
+
+    ``on_task`` is registered before the hello, so A2A tasks that waited for this agent while it
+    was away (handed over right after the welcome) reach it too.
     """
     if credential_file is not None:
         credential_file = Path(credential_file)
         if hello.credential is None and credential_file.exists():
             hello = hello.model_copy(update={"credential": credential_file.read_text().strip()})
     agent = Agent(hello, **agent_options)
+    if on_task is not None:
+        agent.on_task(on_task)
     if credential_file is not None:
         _keep_credential(agent, credential_file)
     first = await _open(url, agent)
