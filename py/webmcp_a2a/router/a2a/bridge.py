@@ -143,7 +143,7 @@ class Bridge:
 
     async def _apply_late(self, agent_id: str, reply: A2AReply) -> None:
         if not await self.tasks.apply(agent_id, reply, _parts(reply)):
-            log.info("an answer from %s for unknown task %s was dropped", agent_id, reply.task_id)
+            log.info("an answer from %s for task %s, unknown or over, was dropped", agent_id, reply.task_id)
 
 
 _ENDS = {"input-required", "completed", "failed", "rejected"}  # execute() returns on these

@@ -26,6 +26,12 @@ from starlette.requests import Request
 from ...protocol import A2AReply
 
 TABLE = "tasks"  # the SDK's default: another name makes it declare a new ORM class per store
+FINAL = {
+    TaskState.TASK_STATE_COMPLETED,
+    TaskState.TASK_STATE_FAILED,
+    TaskState.TASK_STATE_CANCELED,
+    TaskState.TASK_STATE_REJECTED,
+}
 STATES = {
     "working": TaskState.TASK_STATE_WORKING,
     "input-required": TaskState.TASK_STATE_INPUT_REQUIRED,
@@ -70,12 +76,12 @@ class TaskStores:
         self.store = DatabaseTaskStore(self.engine, table_name=TABLE, owner_resolver=_owner)
 
     async def apply(self, agent_id: str, reply: A2AReply, parts: list[Part]) -> bool:
-        """Apply a late answer to the stored task; False when the agent has no such task."""
+        """Apply a late answer to the stored task; False when the agent has no such open task."""
         store = self.store
         context = context_for(agent_id)
         task = await store.get(reply.task_id, context)
-        if task is None:
-            return False
+        if task is None or task.status.state in FINAL:
+            return False  # unknown, or over already (failed for want of an answer, cancelled)
         if reply.artifact_name is not None:
             task.artifacts.append(new_artifact(parts, name=reply.artifact_name))
             parts = []
