@@ -314,3 +314,16 @@ async def test_list_tasks_shows_only_the_agents_own_tasks(echo, router, http):
         ClientConfig(httpx_client=http, streaming=False),
     )
     assert response.task.id not in {task.id for task in (await other.list_tasks(ListTasksRequest())).tasks}
+
+
+async def test_a_1_0_method_name_without_the_version_header_is_served_as_1_0(echo):
+    """Clients (the A2A TCK among them) send 1.0 method names without A2A-Version; the SDK alone answers -32009."""
+    body = {"jsonrpc": "2.0", "id": 1, "method": "GetTask", "params": {"id": "no-such-task"}}
+    async with httpx.AsyncClient(timeout=15) as http:
+        assert (await http.post(echo, json=body)).json()["error"]["code"] == -32001  # task not found
+        sent = await http.post(
+            echo,
+            json={"jsonrpc": "2.0", "id": 2, "method": "SendMessage",
+                  "params": {"message": {"role": "ROLE_USER", "messageId": "m-10", "parts": [{"text": "v1"}]}}},
+        )  # fmt: skip
+    assert sent.json()["result"]["task"]["status"]["state"] == "TASK_STATE_COMPLETED"

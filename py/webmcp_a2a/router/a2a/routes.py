@@ -3,8 +3,9 @@
 * ``GET /.well-known/agent-card.json``: the hub's card (the router, listing the mesh's agents).
 * ``GET /agents/X/.well-known/agent-card.json`` (and the 0.2-era ``agent.json``): agent X's card.
 * ``POST /agents/X``: JSON-RPC 2.0, A2A 1.0 methods and their 0.3 names (the SDK's dispatcher
-  with its 0.3 compatibility on), SSE for streaming. One SDK dispatcher per agent, made when the
-  agent is first addressed; its executor is :class:`~.bridge.MeshExecutor`.
+  with its 0.3 compatibility on; a 1.0 method name without ``A2A-Version`` is taken as 1.0), SSE
+  for streaming. One SDK dispatcher per agent, made when the agent is first addressed; its
+  executor is :class:`~.bridge.MeshExecutor`.
 
 When the router has join tokens, A2A requests must carry one as ``Authorization: Bearer TOKEN``
 (the cards declare it); browsers' requests are held to the Origin allowlist like the rest.
@@ -13,6 +14,7 @@ When the router has join tokens, A2A requests must carry one as ``Authorization:
 from __future__ import annotations
 
 import hmac
+import json
 
 from a2a.server.request_handlers import DefaultRequestHandler
 from a2a.server.routes import create_agent_card_routes
@@ -21,8 +23,9 @@ from a2a.types.a2a_pb2 import AgentCard
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Route
+from starlette.types import Message
 
-from ...protocol import RESERVED_AGENT_IDS
+from ...protocol import RESERVED_AGENT_IDS, json_too_deep
 from ..registry import AgentRecord
 from ..routing import Router
 from .bridge import Bridge, MeshExecutor
@@ -87,7 +90,7 @@ class A2AService:
             dispatcher = self._dispatchers[record.agent_id] = JsonRpcDispatcher(
                 request_handler=handler, context_builder=AgentContextBuilder(), enable_v0_3_compat=True
             )
-        return await dispatcher.handle_requests(request)
+        return await dispatcher.handle_requests(await _versioned(request))
 
     def _agent(self, request: Request) -> AgentRecord | None:
         agent_id = request.path_params["agent_id"]
@@ -106,6 +109,26 @@ async def _serve_card(card: AgentCard, request: Request) -> Response:
     (route,) = create_agent_card_routes(card, card_url=request.url.path, cache_control=CARD_CACHE)
     response: Response = await route.endpoint(request)
     return response
+
+
+async def _versioned(request: Request) -> Request:
+    """A request without ``A2A-Version`` is 0.3 to the SDK; one that names a 1.0 method (``GetTask``,
+    not ``tasks/get``: 0.3 names all have a slash) is taken as 1.0, so such clients are served."""
+    if "a2a-version" in request.headers:
+        return request
+    body = await request.body()
+    try:
+        method = json.loads(body).get("method") if not json_too_deep(body.decode(errors="replace")) else None
+    except (ValueError, AttributeError):
+        method = None  # the SDK answers the parse error
+    if not isinstance(method, str) or "/" in method:
+        return request
+    scope = {**request.scope, "headers": [*request.scope["headers"], (b"a2a-version", b"1.0")]}
+
+    async def replay() -> Message:
+        return {"type": "http.request", "body": body, "more_body": False}
+
+    return Request(scope, replay)
 
 
 def _base(request: Request) -> str:
