@@ -19,7 +19,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent / "py"))
 import uvicorn
 
 from webmcp_a2a.router import RouterSettings
-from webmcp_a2a.router.http_security import normalise_origin, server_origins
+from webmcp_a2a.router.http_security import LOOPBACK_NAMES, WILDCARD_HOSTS, normalise_origin, server_origins
 from webmcp_a2a.router.identity import MIN_PROVISIONED_LENGTH
 from webmcp_a2a.router.server import uvicorn_config
 from webmcp_a2a.router.store import Store
@@ -42,7 +42,6 @@ SETTING_FLAGS = {
     "--max-subscriptions-per-agent": "max_subscriptions_per_agent",
     "--max-topics": "max_topics",
 }
-LOOPBACK = ("127.0.0.1", "localhost", "::1")
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -134,7 +133,7 @@ def settings_of(args: argparse.Namespace) -> RouterSettings:
 
 def exposure_warnings(args: argparse.Namespace, settings: RouterSettings) -> list[str]:
     """What an operator listening beyond loopback should hear (SECURITY.md, "Running it exposed")."""
-    if args.host in LOOPBACK:
+    if args.host in LOOPBACK_NAMES:
         return []
     warnings = []
     if not settings.join_tokens:
@@ -164,7 +163,7 @@ def main(argv: list[str] | None = None) -> None:
         print(f"webmcp-a2a: {warning}", file=sys.stderr, flush=True)
     config = uvicorn_config(settings, args.host, args.port, ws_deflate=args.ws_deflate, log_level=args.log_level)
     server = uvicorn.Server(config)
-    shown = "127.0.0.1" if args.host in ("0.0.0.0", "::", "") else args.host  # a wildcard is no page's origin
+    shown = "127.0.0.1" if args.host in WILDCARD_HOSTS else args.host  # a wildcard is no page's origin
     print(f"webmcp-a2a: open http://{shown}:{args.port}/  (router at ws://{shown}:{args.port}/a2a)", flush=True)
     server.run()  # uvicorn handles Ctrl-C: stops accepting, closes sockets, returns
 

@@ -84,7 +84,8 @@ class PageConfig(BaseModel):
     open_timeout: float = Field(5.0, gt=0, le=60, description="Use the fallback if the WebSocket is not open by then")
 
 
-_HELLO_FIELDS = {"agent_id", "agent_type", "capabilities", "region", "credential", "join_token"}
+# What the page's configuration says of the agent's hello (the models say which fields those are).
+_HELLO_FIELDS = set(Hello.model_fields) & set(PageConfig.model_fields)
 
 
 class PageAgent:

@@ -22,7 +22,8 @@ from starlette.datastructures import Headers, MutableHeaders
 from starlette.responses import PlainTextResponse
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "[::1]")
+LOOPBACK_NAMES = ("127.0.0.1", "localhost", "::1")
+LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "[::1]")  # as they are written in a URL
 WILDCARD_HOSTS = ("0.0.0.0", "::", "")
 
 
@@ -32,8 +33,7 @@ def server_origins(host: str, port: int) -> list[str]:
     Loopback (and wildcard) binds answer under every loopback name; another host under its own
     name. Other names (a LAN address, a proxy in front) are added with ``--allow-origin``.
     """
-    names = [host] if host not in (*LOOPBACK_HOSTS, "::1", *WILDCARD_HOSTS) else []
-    names += LOOPBACK_HOSTS if host in (*LOOPBACK_HOSTS, "::1", *WILDCARD_HOSTS) else []
+    names = LOOPBACK_HOSTS if host in (*LOOPBACK_NAMES, "[::1]", *WILDCARD_HOSTS) else (host,)
     return [f"http://{name}:{port}" for name in names]
 
 
@@ -68,7 +68,7 @@ def content_security_policy(router_origins: Iterable[str] = ()) -> str:
     websockets = " ".join(
         f"{'wss' if origin.startswith('https') else 'ws'}://{urlsplit(origin).netloc}"
         for origin in router_origins
-        if urlsplit(origin).hostname not in ("127.0.0.1", "localhost", "::1")  # covered by the loopback sources
+        if urlsplit(origin).hostname not in LOOPBACK_NAMES  # covered by the loopback sources
     )
     loopback = " ".join(f"ws://{host}:*" for host in LOOPBACK_HOSTS)
     return "; ".join(

@@ -296,8 +296,9 @@ class Router:
             in_flight.sender, in_flight.ref = conn, ref
             return False
         envelope.from_agent = agent_id
-        target = self.registry.get(envelope.to_agent)
-        self.signer.check(envelope, agent_id, recipient_requires=target is not None and target.requires_signatures)
+        if self.signer.enabled:  # nothing to look up on the hot path when the router does not sign
+            target = self.registry.get(envelope.to_agent)
+            self.signer.check(envelope, agent_id, recipient_requires=target is not None and target.requires_signatures)
         return True
 
     def _send(self, conn: Peer, agent_id: str, request: SendRequest) -> None:

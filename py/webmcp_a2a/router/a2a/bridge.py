@@ -19,6 +19,7 @@ from a2a.helpers.proto_helpers import (
     get_data_parts,
     get_text_parts,
     new_data_part,
+    new_message,
     new_task_from_user_message,
     new_text_message,
     new_text_part,
@@ -219,10 +220,7 @@ class MeshExecutor(AgentExecutor):
             if reply.state == "working":
                 return
             parts = []
-        message = new_text_message("", context_id=context_id, task_id=reply.task_id) if parts else None
-        if message is not None:
-            del message.parts[:]
-            message.parts.extend(parts)
+        message = new_message(parts, context_id=context_id, task_id=reply.task_id) if parts else None
         if reply.state == "completed":
             await updater.complete(message)
         elif reply.state == "failed":
