@@ -1,25 +1,80 @@
-"""A standard A2A client gives a task to an agent in a page; the AI in the page answers with a2a_reply."""
+"""A standard A2A client gives a task to an agent in a page; the AI in the page answers with a2a_reply.
+
+The clients are the official ``a2a-sdk`` 1.x client (asyncio, run on a thread of its own while the
+test plays the AI through the page's tools) and raw A2A 0.3 JSON-RPC.
+"""
 
 from __future__ import annotations
 
+import asyncio
 import threading
 import time
 import uuid
-from typing import Any
+from collections.abc import Callable, Coroutine
+from concurrent.futures import Future, ThreadPoolExecutor
+from typing import Any, TypeVar
 
 import httpx
+import pytest
+from a2a.client import A2ACardResolver, Client, ClientConfig, create_client
+from a2a.helpers.proto_helpers import get_artifact_text, get_message_text, new_text_message
+from a2a.types.a2a_pb2 import (
+    CancelTaskRequest,
+    GetTaskRequest,
+    ListTasksRequest,
+    Role,
+    SendMessageRequest,
+    TaskState,
+)
+
+T = TypeVar("T")
 
 
-def take_a2a_task(mesh, page, text: str, wait: float = 20) -> dict[str, Any]:
-    """The inbound A2A task saying ``text``, from the page's inbox (as an AI agent reads it)."""
+@pytest.fixture
+def a2a_client(server_url):
+    """Runs ``work(client)`` for a page agent's SDK client on a thread of its own; returns a Future."""
+    threads = ThreadPoolExecutor(max_workers=2)
+
+    def run(agent_id: str, work: Callable[[Client], Coroutine[Any, Any, T]], streaming: bool = False) -> Future[T]:
+        async def session() -> T:
+            async with httpx.AsyncClient(timeout=60) as http:
+                card = await A2ACardResolver(http, f"{server_url}/agents/{agent_id}").get_agent_card()
+                return await work(await create_client(card, ClientConfig(httpx_client=http, streaming=streaming)))
+
+        return threads.submit(asyncio.run, session())
+
+    yield run
+    threads.shutdown(wait=True)
+
+
+def user_message(text: str, **ids: str) -> SendMessageRequest:
+    return SendMessageRequest(message=new_text_message(text, role=Role.ROLE_USER, **ids))
+
+
+def reply(mesh, page, **arguments: Any) -> None:
+    result = mesh.call(page, "a2a_reply", arguments)
+    assert result["structuredContent"]["delivered"] is True, result
+
+
+def take_message(mesh, page, matches: Callable[[dict[str, Any]], bool], wait: float = 20) -> dict[str, Any]:
+    """The first message in the page's inbox that ``matches``, read as an AI agent reads it."""
     deadline = time.monotonic() + wait
     while time.monotonic() < deadline:
         result = mesh.call(page, "a2a_inbox", {"wait_seconds": 2, "max_messages": 100})
         for message in result["structuredContent"]["messages"]:
-            task = message["payload"].get("a2a_task")
-            if message["message_type"] == "task_request" and task and task["text"] == text:
-                return task
-    raise AssertionError(f"no A2A task saying {text!r} reached {page.agent_id}")
+            if matches(message):
+                return message
+    raise AssertionError(f"no such message reached {page.agent_id}")
+
+
+def take_a2a_task(mesh, page, text: str) -> dict[str, Any]:
+    """The inbound A2A task saying ``text``."""
+
+    def saying(message: dict[str, Any]) -> bool:
+        task = message["payload"].get("a2a_task")
+        return message["message_type"] == "task_request" and bool(task) and task["text"] == text
+
+    return dict(take_message(mesh, page, saying)["payload"]["a2a_task"])
 
 
 def test_a_page_agent_answers_an_a2a_client_with_a2a_reply(mesh, alice, server_url):
@@ -58,3 +113,76 @@ def test_a2a_reply_names_a_bad_argument(mesh, alice):
     result = mesh.call(alice, "a2a_reply", {"task_id": "t-1", "state": "done"})
     assert result["isError"] is True
     assert result["structuredContent"]["error"]["field"] == "state"
+
+
+def test_a_streaming_sdk_client_sees_each_a2a_reply_live_then_gets_and_lists_the_task(mesh, alice, a2a_client):
+    question = f"what is the weather? {uuid.uuid4()}"
+
+    async def ask(client: Client) -> tuple[list[str], Any, set[str]]:
+        seen: list[str] = []
+        async for event in client.send_message(user_message(question)):
+            if event.HasField("status_update"):
+                status = event.status_update.status
+                seen.append(f"{TaskState.Name(status.state)}: {get_message_text(status.message)}")
+            elif event.HasField("artifact_update"):
+                artifact = event.artifact_update.artifact
+                seen.append(f"artifact {artifact.name}: {get_artifact_text(artifact)}")
+        task_id = event.status_update.task_id
+        task = await client.get_task(GetTaskRequest(id=task_id))
+        listed = {listed.id for listed in (await client.list_tasks(ListTasksRequest())).tasks}
+        return seen, task, listed
+
+    asked = a2a_client(alice.agent_id, ask, streaming=True)
+    task = take_a2a_task(mesh, alice, question)
+    reply(mesh, alice, task_id=task["task_id"], state="working", text="looking outside")
+    reply(mesh, alice, task_id=task["task_id"], state="working", text="sunny, 21 C", artifact_name="forecast")
+    reply(mesh, alice, task_id=task["task_id"], text="it is sunny")
+    seen, got, listed = asked.result(60)
+    assert seen[-3:] == [
+        "TASK_STATE_WORKING: looking outside",
+        "artifact forecast: sunny, 21 C",
+        "TASK_STATE_COMPLETED: it is sunny",
+    ]
+    assert (got.id, got.status.state) == (task["task_id"], TaskState.TASK_STATE_COMPLETED)
+    assert task["task_id"] in listed
+
+
+def test_input_required_from_the_page_then_the_clients_answer_continues_the_task(mesh, alice, a2a_client):
+    question = f"book a table {uuid.uuid4()}"
+    asking = a2a_client(alice.agent_id, lambda client: _first(client.send_message(user_message(question))))
+    task = take_a2a_task(mesh, alice, question)
+    reply(mesh, alice, task_id=task["task_id"], state="input-required", text="for how many?")
+    first = asking.result(60).task
+    assert (first.status.state, get_message_text(first.status.message)) == (
+        TaskState.TASK_STATE_INPUT_REQUIRED,
+        "for how many?",
+    )
+    follow_up = user_message(f"four {question}", context_id=first.context_id, task_id=first.id)
+    answering = a2a_client(alice.agent_id, lambda client: _first(client.send_message(follow_up)))
+    again = take_a2a_task(mesh, alice, f"four {question}")
+    assert again["task_id"] == task["task_id"]
+    reply(mesh, alice, task_id=task["task_id"], text="booked for four")
+    second = answering.result(60).task
+    assert (second.id, second.status.state) == (first.id, TaskState.TASK_STATE_COMPLETED)
+
+
+def test_a_clients_cancel_reaches_the_page(mesh, alice, a2a_client):
+    question = f"count to a million {uuid.uuid4()}"
+    request = user_message(question)
+    request.configuration.return_immediately = True
+    started = a2a_client(alice.agent_id, lambda client: _first(client.send_message(request))).result(60).task
+    take_a2a_task(mesh, alice, question)
+
+    async def cancel(client: Client) -> Any:
+        return await client.cancel_task(CancelTaskRequest(id=started.id))
+
+    cancelled = a2a_client(alice.agent_id, cancel).result(60)
+    assert cancelled.status.state == TaskState.TASK_STATE_CANCELED
+    notice = take_message(mesh, alice, lambda message: "a2a_cancel" in message["payload"])
+    assert notice["payload"]["a2a_cancel"] == {"task_id": started.id}
+
+
+async def _first(events: Any) -> Any:
+    async for event in events:
+        return event
+    raise AssertionError("no answer")

@@ -10,14 +10,17 @@ from collections.abc import AsyncIterator, Iterator
 
 import httpx
 import pytest
-from a2a.client import A2ACardResolver, ClientConfig, create_client
-from a2a.helpers.proto_helpers import get_artifact_text, get_message_text, new_text_message
+from a2a.client import A2ACardResolver, Client, ClientConfig, create_client
+from a2a.helpers.proto_helpers import get_artifact_text, get_data_parts, get_message_text, new_text_message
 from a2a.types.a2a_pb2 import (
     CancelTaskRequest,
+    GetExtendedAgentCardRequest,
     GetTaskRequest,
     ListTasksRequest,
     Role,
     SendMessageRequest,
+    SubscribeToTaskRequest,
+    Task,
     TaskState,
 )
 
@@ -56,6 +59,30 @@ def user_message(text: str) -> SendMessageRequest:
     return SendMessageRequest(message=new_text_message(text, role=Role.ROLE_USER))
 
 
+async def sdk_client(http: httpx.AsyncClient, url: str, streaming: bool = False) -> Client:
+    """The a2a-sdk client for the agent at ``url``, made from its card as a user makes it."""
+    card = await A2ACardResolver(http, url).get_agent_card()
+    return await create_client(card, ClientConfig(httpx_client=http, streaming=streaming))
+
+
+async def completed(client: Client, task_id: str) -> Task:
+    """The task once it is completed (or as it stands after ten seconds)."""
+    for _ in range(100):
+        task = await client.get_task(GetTaskRequest(id=task_id))
+        if task.status.state == TaskState.TASK_STATE_COMPLETED:
+            break
+        await asyncio.sleep(0.1)
+    return task
+
+
+async def start_task(client: Client, text: str) -> Task:
+    """Send ``text`` without waiting for the answer (``return_immediately``): the task as it starts."""
+    request = user_message(text)
+    request.configuration.return_immediately = True
+    (started,) = [event async for event in client.send_message(request)]
+    return started.task
+
+
 async def test_an_sdk_client_finds_the_agents_card_and_gets_its_answer(echo, http):
     card = await A2ACardResolver(http, echo).get_agent_card()
     assert card.name == "echo"
@@ -70,8 +97,7 @@ async def test_an_sdk_client_finds_the_agents_card_and_gets_its_answer(echo, htt
 
 
 async def test_a_streaming_client_sees_the_working_update_then_the_answer(echo, http):
-    card = await A2ACardResolver(http, echo).get_agent_card()
-    client = await create_client(card, ClientConfig(httpx_client=http, streaming=True))
+    client = await sdk_client(http, echo, streaming=True)
     states = []
     texts = []
     async for event in client.send_message(user_message("stream me")):
@@ -129,6 +155,61 @@ async def test_cards_are_dual_stack_and_revalidate_with_their_etag(echo, router,
     assert "a2a" not in {skill["id"] for skill in hub["skills"]}  # the router's own bridge is not listed
 
 
+async def test_the_hub_answers_any_message_with_the_directory(echo, router, http):
+    card = await A2ACardResolver(http, router.http_url).get_agent_card()
+    assert {(i.url, i.protocol_version) for i in card.supported_interfaces} == {
+        (f"{router.http_url}/", "1.0"),
+        (f"{router.http_url}/", "0.3"),
+    }
+    client = await create_client(card, ClientConfig(httpx_client=http, streaming=False))
+    (response,) = [event async for event in client.send_message(user_message("who is here?"))]
+    (data,) = get_data_parts(response.message.parts)
+    (listed,) = [agent for agent in data["agents"] if agent["id"] == "echo"]
+    assert listed["status"] == "online"
+    assert listed["card"] == f"{echo}/.well-known/agent-card.json"
+    assert "a2a" not in {agent["id"] for agent in data["agents"]}
+
+
+async def test_the_extended_card_says_whether_the_agent_is_connected_now(router, http):
+    napper = await connect(router.ws_url, Hello(agent_id="napper", agent_type="executor"), reconnect=False)
+    card = await A2ACardResolver(http, f"{router.http_url}/agents/napper").get_agent_card()
+    assert card.capabilities.extended_agent_card
+    client = await create_client(card, ClientConfig(httpx_client=http, streaming=False))
+    awake = await client.get_extended_agent_card(GetExtendedAgentCardRequest())
+    assert awake.description.endswith("Now online.")
+    napper.close()
+    await eventually(lambda: router.router.registry.online("napper") is None)
+    asleep = await client.get_extended_agent_card(GetExtendedAgentCardRequest())
+    assert "Now offline, last seen 20" in asleep.description
+
+
+async def test_subscribing_to_a_running_task_streams_its_next_updates(router, http):
+    go_on = asyncio.Event()
+
+    async def work(task):
+        await task.update("step 1")
+        await go_on.wait()
+        await task.update("step 2")
+        await task.complete("all steps done")
+
+    stepper = await connect(router.ws_url, Hello(agent_id="stepper", agent_type="executor"), reconnect=False)
+    stepper.on_task(work)
+    try:
+        url = f"{router.http_url}/agents/stepper"
+        task_id = (await start_task(await sdk_client(http, url), "in steps")).id
+        watcher = await sdk_client(http, url, streaming=True)
+        texts: list[str] = []
+        async for event in watcher.subscribe(SubscribeToTaskRequest(id=task_id)):
+            if event.HasField("task"):  # the task as it stands, first
+                assert event.task.id == task_id
+                go_on.set()
+            elif event.HasField("status_update"):
+                texts.append(get_message_text(event.status_update.status.message))
+        assert texts[-2:] == ["step 2", "all steps done"]
+    finally:
+        stepper.close()
+
+
 async def test_an_agent_the_mesh_does_not_know_is_a_404(router, http):
     assert (await http.get(f"{router.http_url}/agents/nobody/.well-known/agent-card.json")).status_code == 404
     assert (await http.post(f"{router.http_url}/agents/nobody", json={})).status_code == 404
@@ -152,6 +233,19 @@ async def test_with_a_join_token_a2a_requests_need_it_as_a_bearer_token():
             assert allowed.json()["error"]["code"] == -32001  # through to the SDK: no such task
 
 
+async def test_with_a_join_token_the_hub_lists_its_agents_only_to_token_holders():
+    token = "a2a-token-0123456789"
+    with running_router(join_tokens=[token]) as server:
+        server.router.registry.remember(Hello(agent_id="hidden", agent_type="executor"), 0.0)
+        async with httpx.AsyncClient(timeout=5) as http:
+            public = (await http.get(f"{server.http_url}/.well-known/agent-card.json")).json()
+            assert public.get("skills", []) == []
+            ask = {"jsonrpc": "2.0", "id": 1, "method": "GetExtendedAgentCard", "params": {}}
+            assert (await http.post(f"{server.http_url}/", json=ask)).status_code == 401
+            granted = await http.post(f"{server.http_url}/", json=ask, headers={"Authorization": f"Bearer {token}"})
+            assert "hidden" in {skill["id"] for skill in granted.json()["result"]["skills"]}
+
+
 async def test_an_artifact_reaches_the_client(router, http):
     maker = await connect(router.ws_url, Hello(agent_id="maker", agent_type="executor"), reconnect=False)
 
@@ -161,8 +255,7 @@ async def test_an_artifact_reaches_the_client(router, http):
 
     maker.on_task(make)
     try:
-        card = await A2ACardResolver(http, f"{router.http_url}/agents/maker").get_agent_card()
-        client = await create_client(card, ClientConfig(httpx_client=http, streaming=False))
+        client = await sdk_client(http, f"{router.http_url}/agents/maker")
         (response,) = [event async for event in client.send_message(user_message("the weather"))]
         (artifact,) = response.task.artifacts
         assert (artifact.name, get_artifact_text(artifact)) == ("report", "report on the weather")
@@ -183,8 +276,7 @@ async def test_input_required_then_the_clients_answer_continues_the_same_task(ro
 
     asker.on_task(ask)
     try:
-        card = await A2ACardResolver(http, f"{router.http_url}/agents/asker").get_agent_card()
-        client = await create_client(card, ClientConfig(httpx_client=http, streaming=False))
+        client = await sdk_client(http, f"{router.http_url}/agents/asker")
         (first,) = [event async for event in client.send_message(user_message("weather please"))]
         assert first.task.status.state == TaskState.TASK_STATE_INPUT_REQUIRED
         assert get_message_text(first.task.status.message) == "which city?"
@@ -211,14 +303,11 @@ async def test_a_cancel_from_the_client_reaches_the_agent(router, http):
 
     worker.on_task(work)
     try:
-        card = await A2ACardResolver(http, f"{router.http_url}/agents/slowpoke").get_agent_card()
-        client = await create_client(card, ClientConfig(httpx_client=http, streaming=False))
-        request = user_message("take your time")
-        request.configuration.return_immediately = True
-        (started,) = [event async for event in client.send_message(request)]
-        cancelled = await client.cancel_task(CancelTaskRequest(id=started.task.id))
+        client = await sdk_client(http, f"{router.http_url}/agents/slowpoke")
+        started = await start_task(client, "take your time")
+        cancelled = await client.cancel_task(CancelTaskRequest(id=started.id))
         assert cancelled.status.state == TaskState.TASK_STATE_CANCELED
-        await eventually(lambda: heard == [started.task.id])
+        await eventually(lambda: heard == [started.id])
     finally:
         worker.close()
 
@@ -236,22 +325,14 @@ async def test_a_task_survives_a_router_restart_between_request_and_answer(tmp_p
         hello = Hello(agent_id="patient", agent_type="executor")
         worker = await connect(f"ws://127.0.0.1:{port}/a2a", hello, on_task=work)  # reconnects by itself
         async with httpx.AsyncClient(timeout=15) as http:
-            card = await A2ACardResolver(http, f"{first}/agents/patient").get_agent_card()
-            client = await create_client(card, ClientConfig(httpx_client=http, streaming=False))
-            request = user_message("survive this")
-            request.configuration.return_immediately = True
-            (started,) = [event async for event in client.send_message(request)]
+            client = await sdk_client(http, f"{first}/agents/patient")
+            started = await start_task(client, "survive this")
     with serving("--store", store, port=port) as second:
         await eventually(lambda: worker.state == "connected", timeout=20)
         release.set()  # the answer goes to the new router, which has no request waiting for it
         async with httpx.AsyncClient(timeout=15) as http:
-            card = await A2ACardResolver(http, f"{second}/agents/patient").get_agent_card()
-            client = await create_client(card, ClientConfig(httpx_client=http, streaming=False))
-            for _ in range(100):
-                task = await client.get_task(GetTaskRequest(id=started.task.id))
-                if task.status.state == TaskState.TASK_STATE_COMPLETED:
-                    break
-                await asyncio.sleep(0.1)
+            client = await sdk_client(http, f"{second}/agents/patient")
+            task = await completed(client, started.id)
             assert task.status.state == TaskState.TASK_STATE_COMPLETED
             assert get_message_text(task.status.message) == "done after the restart"
         worker.close()
@@ -263,12 +344,9 @@ async def test_a_task_for_an_offline_agent_waits_and_is_handed_over_when_it_conn
     credential = sleeper.credential
     sleeper.close()
     await eventually(lambda: router.router.registry.online("sleeper") is None)
-    card = await A2ACardResolver(http, f"{router.http_url}/agents/sleeper").get_agent_card()
-    client = await create_client(card, ClientConfig(httpx_client=http, streaming=False))
-    request = user_message("for when you wake up")
-    request.configuration.return_immediately = True
-    (waiting,) = [event async for event in client.send_message(request)]
-    assert waiting.task.status.state == TaskState.TASK_STATE_SUBMITTED
+    client = await sdk_client(http, f"{router.http_url}/agents/sleeper")
+    waiting = await start_task(client, "for when you wake up")
+    assert waiting.status.state == TaskState.TASK_STATE_SUBMITTED
 
     async def answer(task):
         await task.complete(f"good morning: {task.text}")
@@ -278,11 +356,7 @@ async def test_a_task_for_an_offline_agent_waits_and_is_handed_over_when_it_conn
         router.ws_url, hello.model_copy(update={"credential": credential}), reconnect=False, on_task=answer
     )
     try:
-        for _ in range(100):
-            task = await client.get_task(GetTaskRequest(id=waiting.task.id))
-            if task.status.state == TaskState.TASK_STATE_COMPLETED:
-                break
-            await asyncio.sleep(0.1)
+        task = await completed(client, waiting.id)
         assert get_message_text(task.status.message) == "good morning: for when you wake up"
     finally:
         awake.close()
@@ -294,8 +368,7 @@ async def test_a_task_fails_when_its_agent_does_not_answer_in_time():
         mute.on_task(lambda task: None)  # takes tasks, never answers
         try:
             async with httpx.AsyncClient(timeout=15) as http:
-                card = await A2ACardResolver(http, f"{server.http_url}/agents/mute").get_agent_card()
-                client = await create_client(card, ClientConfig(httpx_client=http, streaming=False))
+                client = await sdk_client(http, f"{server.http_url}/agents/mute")
                 (response,) = [event async for event in client.send_message(user_message("hello?"))]
             assert response.task.status.state == TaskState.TASK_STATE_FAILED
             assert "no answer from mute" in get_message_text(response.task.status.message)
@@ -304,8 +377,7 @@ async def test_a_task_fails_when_its_agent_does_not_answer_in_time():
 
 
 async def test_list_tasks_shows_only_the_agents_own_tasks(echo, router, http):
-    card = await A2ACardResolver(http, echo).get_agent_card()
-    client = await create_client(card, ClientConfig(httpx_client=http, streaming=False))
+    client = await sdk_client(http, echo)
     (response,) = [event async for event in client.send_message(user_message("list me"))]
     listed = await client.list_tasks(ListTasksRequest())
     assert response.task.id in {task.id for task in listed.tasks}

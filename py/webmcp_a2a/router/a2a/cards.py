@@ -7,6 +7,8 @@ dual-stack (A2A 1.0 ``supportedInterfaces`` plus the 0.3 ``url``, ``preferredTra
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
+
 from a2a.types.a2a_pb2 import (
     AgentCapabilities,
     AgentCard,
@@ -51,7 +53,7 @@ def agent_card(record: AgentRecord, base_url: str, settings: RouterSettings) -> 
             AgentInterface(url=url, protocol_binding="JSONRPC", protocol_version="1.0"),
             AgentInterface(url=url, protocol_binding="JSONRPC", protocol_version="0.3"),
         ],
-        capabilities=AgentCapabilities(streaming=True),
+        capabilities=AgentCapabilities(streaming=True, extended_agent_card=True),
         default_input_modes=MODES,
         default_output_modes=MODES,
         skills=skills,
@@ -60,16 +62,41 @@ def agent_card(record: AgentRecord, base_url: str, settings: RouterSettings) -> 
     return card
 
 
+def with_presence(card: AgentCard, record: AgentRecord | None) -> AgentCard:
+    """The extended card (``GetExtendedAgentCard``): the public one plus whether the agent is
+    connected now, read from the registry at the time of the call."""
+    extended = AgentCard()
+    extended.CopyFrom(card)
+    if record is None or record.connection is None:
+        seen = "" if record is None else f", last seen {_utc(record.last_seen)}"
+        extended.description += f" Now offline{seen}: tasks wait for it."
+    else:
+        extended.description += f" Now {record.status}."
+    return extended
+
+
+def _utc(timestamp: float) -> str:
+    return datetime.fromtimestamp(timestamp, UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
+
+
 def hub_card(records: list[AgentRecord], base_url: str, settings: RouterSettings) -> AgentCard:
-    """The router's own card: the mesh, with one skill per agent naming where its card is."""
+    """The router's own card: the mesh, with one skill per agent naming where its card is. The hub
+    answers JSON-RPC at the root with the directory (:mod:`.directory`). A router with join tokens
+    lists its agents only to clients that present one (``GetExtendedAgentCard``, the directory)."""
+    root = f"{base_url}/"
     card = AgentCard(
         name="webmcp-a2a hub",
         description=(
             "A router of a webmcp-a2a mesh. Every agent of the mesh is an A2A agent at /agents/ID "
-            "(its card at /agents/ID/.well-known/agent-card.json); the skills below list them."
+            "(its card at /agents/ID/.well-known/agent-card.json); the skills below list them. "
+            "Send the hub any message and it answers with the directory."
         ),
         version=VERSION,
-        capabilities=AgentCapabilities(streaming=True),
+        supported_interfaces=[
+            AgentInterface(url=root, protocol_binding="JSONRPC", protocol_version="1.0"),
+            AgentInterface(url=root, protocol_binding="JSONRPC", protocol_version="0.3"),
+        ],
+        capabilities=AgentCapabilities(streaming=False, extended_agent_card=True),
         default_input_modes=MODES,
         default_output_modes=MODES,
         skills=[

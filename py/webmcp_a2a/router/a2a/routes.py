@@ -1,6 +1,7 @@
 """The A2A endpoints, served through the official ``a2a-sdk``.
 
-* ``GET /.well-known/agent-card.json``: the hub's card (the router, listing the mesh's agents).
+* ``GET /.well-known/agent-card.json``: the hub's card (the router, listing the mesh's agents);
+  ``POST /``: the hub's JSON-RPC, which answers any message with the directory.
 * ``GET /agents/X/.well-known/agent-card.json`` (and the 0.2-era ``agent.json``): agent X's card.
 * ``POST /agents/X``: JSON-RPC 2.0, A2A 1.0 methods and their 0.3 names (the SDK's dispatcher
   with its 0.3 compatibility on; a 1.0 method name without ``A2A-Version`` is taken as 1.0), SSE
@@ -16,9 +17,11 @@ from __future__ import annotations
 import hmac
 import json
 
+from a2a.server.context import ServerCallContext
 from a2a.server.request_handlers import DefaultRequestHandler
 from a2a.server.routes import create_agent_card_routes
 from a2a.server.routes.jsonrpc_dispatcher import JsonRpcDispatcher
+from a2a.server.tasks import InMemoryTaskStore
 from a2a.types.a2a_pb2 import AgentCard
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
@@ -29,7 +32,8 @@ from ...protocol import RESERVED_AGENT_IDS, json_too_deep
 from ..registry import AgentRecord
 from ..routing import Router
 from .bridge import Bridge, MeshExecutor
-from .cards import agent_card, hub_card
+from .cards import agent_card, hub_card, with_presence
+from .directory import DirectoryExecutor
 from .tasks import AgentContextBuilder, TaskStores
 
 CARD_CACHE = "no-cache"  # cards change as agents come and go: revalidate (ETag) every time
@@ -43,6 +47,7 @@ class A2AService:
         self.tasks = TaskStores(router.settings.store_path)
         self.bridge = Bridge(router, self.tasks)
         self._dispatchers: dict[str, JsonRpcDispatcher] = {}
+        self._hub: JsonRpcDispatcher | None = None
 
     async def start(self) -> None:
         await self.bridge.start()
@@ -54,14 +59,36 @@ class A2AService:
     def routes(self) -> list[BaseRoute]:
         return [
             Route("/.well-known/agent-card.json", self._hub_card, methods=["GET"]),
+            Route("/", self._hub_rpc, methods=["POST"]),
             Route("/agents/{agent_id}/.well-known/agent-card.json", self._agent_card, methods=["GET"]),
             Route("/agents/{agent_id}/.well-known/agent.json", self._agent_card, methods=["GET"]),
             Route("/agents/{agent_id}", self._rpc, methods=["POST"]),
         ]
 
     async def _hub_card(self, request: Request) -> Response:
-        agents = self.router.registry.find(include_offline=True)
-        return await _serve_card(hub_card(agents, _base(request), self.router.settings), request)
+        settings = self.router.settings
+        agents = [] if settings.join_tokens else self.router.registry.find(include_offline=True)
+        return await _serve_card(hub_card(agents, _base(request), settings), request)
+
+    async def _hub_rpc(self, request: Request) -> Response:
+        if not self._authorised(request):
+            return _unauthorised()
+        if self._hub is None:
+            base, settings = _base(request), self.router.settings
+            registry = self.router.registry
+
+            async def full_listing(card: AgentCard, context: ServerCallContext) -> AgentCard:
+                return hub_card(registry.find(include_offline=True), base, settings)
+
+            handler = DefaultRequestHandler(
+                agent_executor=DirectoryExecutor(registry, base),
+                task_store=InMemoryTaskStore(),  # the directory answers with messages, never tasks
+                agent_card=hub_card([], base, settings),
+                extended_agent_card=hub_card([], base, settings),
+                extended_card_modifier=full_listing,
+            )
+            self._hub = JsonRpcDispatcher(request_handler=handler, enable_v0_3_compat=True)
+        return await self._hub.handle_requests(await _versioned(request))
 
     async def _agent_card(self, request: Request) -> Response:
         record = self._agent(request)
@@ -74,18 +101,21 @@ class A2AService:
         if record is None:
             return _no_agent(request)
         if not self._authorised(request):
-            return JSONResponse(
-                {"error": "this router requires its join token: Authorization: Bearer TOKEN"},
-                status_code=401,
-                headers={"WWW-Authenticate": "Bearer"},
-            )
+            return _unauthorised()
         dispatcher = self._dispatchers.get(record.agent_id)
         if dispatcher is None:
-            settings = self.router.settings
+            settings, registry, agent_id = self.router.settings, self.router.registry, record.agent_id
+
+            async def presence(card: AgentCard, context: ServerCallContext) -> AgentCard:
+                return with_presence(card, registry.get(agent_id))
+
+            card = agent_card(record, _base(request), settings)
             handler = DefaultRequestHandler(
-                agent_executor=MeshExecutor(self.bridge, record.agent_id, settings.a2a_reply_timeout),
+                agent_executor=MeshExecutor(self.bridge, agent_id, settings.a2a_reply_timeout),
                 task_store=self.tasks.store,
-                agent_card=agent_card(record, _base(request), settings),
+                agent_card=card,
+                extended_agent_card=card,
+                extended_card_modifier=presence,
             )
             dispatcher = self._dispatchers[record.agent_id] = JsonRpcDispatcher(
                 request_handler=handler, context_builder=AgentContextBuilder(), enable_v0_3_compat=True
@@ -133,6 +163,14 @@ async def _versioned(request: Request) -> Request:
 
 def _base(request: Request) -> str:
     return str(request.base_url).rstrip("/")
+
+
+def _unauthorised() -> Response:
+    return JSONResponse(
+        {"error": "this router requires its join token: Authorization: Bearer TOKEN"},
+        status_code=401,
+        headers={"WWW-Authenticate": "Bearer"},
+    )
 
 
 def _no_agent(request: Request) -> Response:
