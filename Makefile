@@ -10,7 +10,7 @@ PORT ?= 8765
 PYTEST_ARGS ?=
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: run test check fix bench assets chromium node
+.PHONY: run test check fix bench tck assets chromium node
 
 run: $(VENV)/.installed assets
 	$(BIN)/python serve.py --host $(HOST) --port $(PORT)
@@ -32,6 +32,12 @@ fix: $(VENV)/.installed node_modules/.installed
 
 bench: $(VENV)/.installed assets chromium
 	$(BIN)/python bench/run.py
+
+# The A2A TCK's mandatory tests against /agents/echo and against the plain a2a-sdk server, same run.
+# TCK: a checkout (or bare git directory) of github.com/a2aproject/a2a-tck; it stays outside the tree.
+TCK ?= /work/.mirror/a2aproject+a2a-tck/repo
+tck: $(VENV)/.installed
+	$(BIN)/python tests/tck/run.py --tck $(TCK)
 
 # The virtual environment, rebuilt when the pinned dependencies change.
 $(VENV)/.installed: pyproject.toml

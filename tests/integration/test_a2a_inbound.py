@@ -170,17 +170,30 @@ async def test_the_hub_answers_any_message_with_the_directory(echo, router, http
     assert "a2a" not in {agent["id"] for agent in data["agents"]}
 
 
-async def test_the_extended_card_says_whether_the_agent_is_connected_now(router, http):
-    napper = await connect(router.ws_url, Hello(agent_id="napper", agent_type="executor"), reconnect=False)
-    card = await A2ACardResolver(http, f"{router.http_url}/agents/napper").get_agent_card()
-    assert card.capabilities.extended_agent_card
-    client = await create_client(card, ClientConfig(httpx_client=http, streaming=False))
-    awake = await client.get_extended_agent_card(GetExtendedAgentCardRequest())
-    assert awake.description.endswith("Now online.")
-    napper.close()
-    await eventually(lambda: router.router.registry.online("napper") is None)
-    asleep = await client.get_extended_agent_card(GetExtendedAgentCardRequest())
-    assert "Now offline, last seen 20" in asleep.description
+async def test_the_extended_card_is_for_token_holders_and_says_whether_the_agent_is_connected_now():
+    token = "a2a-token-0123456789"
+    with running_router(join_tokens=[token]) as server:
+        hello = Hello(agent_id="napper", agent_type="executor", join_token=token)
+        napper = await connect(server.ws_url, hello, reconnect=False)
+        url = f"{server.http_url}/agents/napper"
+        ask = {"jsonrpc": "2.0", "id": 1, "method": "GetExtendedAgentCard", "params": {}}
+        async with httpx.AsyncClient(timeout=5) as anonymous:
+            assert (await anonymous.post(url, json=ask)).status_code == 401
+        async with httpx.AsyncClient(timeout=5, headers={"Authorization": f"Bearer {token}"}) as http:
+            client = await sdk_client(http, url)
+            awake = await client.get_extended_agent_card(GetExtendedAgentCardRequest())
+            assert awake.description.endswith("Now online.")
+            napper.close()
+            await eventually(lambda: server.router.registry.online("napper") is None)
+            asleep = await client.get_extended_agent_card(GetExtendedAgentCardRequest())
+            assert "Now offline, last seen 20" in asleep.description
+
+
+async def test_without_join_tokens_no_extended_card_is_offered(echo, http):
+    """Without authentication there is nobody to show more to: the card does not offer one."""
+    assert not (await A2ACardResolver(http, echo).get_agent_card()).capabilities.extended_agent_card
+    ask = {"jsonrpc": "2.0", "id": 1, "method": "GetExtendedAgentCard", "params": {}}
+    assert (await http.post(echo, json=ask)).json()["error"]["code"] == -32004  # unsupported operation
 
 
 async def test_subscribing_to_a_running_task_streams_its_next_updates(router, http):

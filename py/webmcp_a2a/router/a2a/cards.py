@@ -53,7 +53,7 @@ def agent_card(record: AgentRecord, base_url: str, settings: RouterSettings) -> 
             AgentInterface(url=url, protocol_binding="JSONRPC", protocol_version="1.0"),
             AgentInterface(url=url, protocol_binding="JSONRPC", protocol_version="0.3"),
         ],
-        capabilities=AgentCapabilities(streaming=True, extended_agent_card=True),
+        capabilities=AgentCapabilities(streaming=True, extended_agent_card=bool(settings.join_tokens)),
         default_input_modes=MODES,
         default_output_modes=MODES,
         skills=skills,
@@ -63,8 +63,9 @@ def agent_card(record: AgentRecord, base_url: str, settings: RouterSettings) -> 
 
 
 def with_presence(card: AgentCard, record: AgentRecord | None) -> AgentCard:
-    """The extended card (``GetExtendedAgentCard``): the public one plus whether the agent is
-    connected now, read from the registry at the time of the call."""
+    """The extended card (``GetExtendedAgentCard``, offered only behind the router's join tokens:
+    an extended card must need authentication): the public one plus whether the agent is connected
+    now, read from the registry at the time of the call."""
     extended = AgentCard()
     extended.CopyFrom(card)
     if record is None or record.connection is None:
@@ -96,7 +97,7 @@ def hub_card(records: list[AgentRecord], base_url: str, settings: RouterSettings
             AgentInterface(url=root, protocol_binding="JSONRPC", protocol_version="1.0"),
             AgentInterface(url=root, protocol_binding="JSONRPC", protocol_version="0.3"),
         ],
-        capabilities=AgentCapabilities(streaming=False, extended_agent_card=True),
+        capabilities=AgentCapabilities(streaming=False, extended_agent_card=bool(settings.join_tokens)),
         default_input_modes=MODES,
         default_output_modes=MODES,
         skills=[

@@ -84,7 +84,7 @@ class A2AService:
                 agent_executor=DirectoryExecutor(registry, base),
                 task_store=InMemoryTaskStore(),  # the directory answers with messages, never tasks
                 agent_card=hub_card([], base, settings),
-                extended_agent_card=hub_card([], base, settings),
+                extended_agent_card=hub_card([], base, settings) if settings.join_tokens else None,
                 extended_card_modifier=full_listing,
             )
             self._hub = JsonRpcDispatcher(request_handler=handler, enable_v0_3_compat=True)
@@ -114,7 +114,7 @@ class A2AService:
                 agent_executor=MeshExecutor(self.bridge, agent_id, settings.a2a_reply_timeout),
                 task_store=self.tasks.store,
                 agent_card=card,
-                extended_agent_card=card,
+                extended_agent_card=card if settings.join_tokens else None,
                 extended_card_modifier=presence,
             )
             dispatcher = self._dispatchers[record.agent_id] = JsonRpcDispatcher(
