@@ -28,7 +28,7 @@ BENCHMARKS = {
     "tool_latency": "2. WebMCP a2a_send_message to delivery and to result, vs a bare JS relay pair",
     "router_throughput": "3 and 5. router msgs/s, latency, fan-out, scaling N=10..1000, vs a minimal websockets relay",
     "memory": "4. router memory per agent at 1,000 agents vs the relay; page memory vs the bare page",
-    "a2a_roundtrip": "6. A2A SendMessage through the router to the echo agent vs an a2a-sdk server answering in-process",
+    "a2a_roundtrip": "6. A2A SendMessage via the router to the echo agent vs an a2a-sdk server answering in-process",
 }
 
 
