@@ -1,7 +1,8 @@
 # Two commands for a fresh machine:
 #   make run    install everything and serve the test page on http://127.0.0.1:8765/
 #   make test   install everything the tests need (Debian's chromium too), run the checks, then the tests
-# And: make check (lint, format, types, JS), make fix (apply the automatic fixes).
+# And: make check (lint, format, types, JS), make fix (apply the automatic fixes), make bench,
+# make tck TCK=path/to/a2a-tck (the A2A TCK against the router and against the plain a2a-sdk).
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
