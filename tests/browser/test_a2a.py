@@ -12,6 +12,7 @@ import time
 import uuid
 from collections.abc import Callable, Coroutine
 from concurrent.futures import Future, ThreadPoolExecutor
+from pathlib import Path
 from typing import Any, TypeVar
 
 import httpx
@@ -27,6 +28,9 @@ from a2a.types.a2a_pb2 import (
     TaskState,
 )
 
+from tests.browser.conftest import READY_TIMEOUT_MS, wait_until
+from tests.conftest import free_port, serving
+
 T = TypeVar("T")
 
 
@@ -36,12 +40,7 @@ def a2a_client(server_url):
     threads = ThreadPoolExecutor(max_workers=2)
 
     def run(agent_id: str, work: Callable[[Client], Coroutine[Any, Any, T]], streaming: bool = False) -> Future[T]:
-        async def session() -> T:
-            async with httpx.AsyncClient(timeout=60) as http:
-                card = await A2ACardResolver(http, f"{server_url}/agents/{agent_id}").get_agent_card()
-                return await work(await create_client(card, ClientConfig(httpx_client=http, streaming=streaming)))
-
-        return threads.submit(asyncio.run, session())
+        return threads.submit(asyncio.run, _with_client(server_url, agent_id, work, streaming))
 
     yield run
     threads.shutdown(wait=True)
@@ -186,3 +185,53 @@ async def _first(events: Any) -> Any:
     async for event in events:
         return event
     raise AssertionError("no answer")
+
+
+def test_a_page_agents_answer_reaches_a_task_across_a_router_restart(mesh, tmp_path: Path):
+    """Between the client's request and the page's answer the router restarts (same store, same port)."""
+    store, port = str(tmp_path / "router.sqlite3"), free_port()
+    agent_id = f"survivor-{mesh.mode}"
+    question = f"still there? {uuid.uuid4()}"
+    request = user_message(question)
+    request.configuration.return_immediately = True
+
+    async def start(client: Client) -> Any:
+        return await _first(client.send_message(request))
+
+    async def fetch(client: Client) -> Any:
+        return await client.get_task(GetTaskRequest(id=started.id))
+
+    with serving("--store", store, port=port) as first:
+        page = mesh.context.new_page()
+        page.agent_id = agent_id
+        page.goto(f"{first}/?agent_id={agent_id}&agent_type=executor")
+        wait_until(page, "document.documentElement.dataset.a2a === 'ready'", timeout=READY_TIMEOUT_MS)
+        with ThreadPoolExecutor(1) as thread:
+            started = thread.submit(asyncio.run, _with_client(first, agent_id, start)).result(60).task
+        task = take_a2a_task(mesh, page, question)
+    try:
+        with serving("--store", store, port=port) as second:
+            wait_until(page, "document.querySelector('#state').textContent === 'connected'", timeout=30_000)
+            reply(mesh, page, task_id=task["task_id"], text="yes, after the restart")
+            with ThreadPoolExecutor(1) as thread:
+                for _ in range(100):
+                    got = thread.submit(asyncio.run, _with_client(second, agent_id, fetch)).result(60)
+                    if got.status.state == TaskState.TASK_STATE_COMPLETED:
+                        break
+                    time.sleep(0.1)
+            assert got.id == started.id
+            assert (got.status.state, get_message_text(got.status.message)) == (
+                TaskState.TASK_STATE_COMPLETED,
+                "yes, after the restart",
+            )
+    finally:
+        page.close()
+
+
+async def _with_client(
+    base_url: str, agent_id: str, work: Callable[[Client], Coroutine[Any, Any, T]], streaming: bool = False
+) -> T:
+    """``work(client)`` with the SDK client of ``agent_id`` at ``base_url``, made from its card."""
+    async with httpx.AsyncClient(timeout=60) as http:
+        card = await A2ACardResolver(http, f"{base_url}/agents/{agent_id}").get_agent_card()
+        return await work(await create_client(card, ClientConfig(httpx_client=http, streaming=streaming)))

@@ -122,6 +122,20 @@ async def test_a_0_3_client_sends_with_the_0_3_method_name(echo):
     assert answer["result"]["status"]["message"]["parts"] == [{"kind": "text", "text": "echo: old school"}]
 
 
+async def test_the_sdks_0_3_client_is_served(echo, http):
+    """The SDK speaks 0.3 (its compat transport) to a card whose only JSON-RPC interface is 0.3."""
+    card = await A2ACardResolver(http, echo).get_agent_card()
+    legacy = [i for i in card.supported_interfaces if i.protocol_version == "0.3"]
+    del card.supported_interfaces[:]
+    card.supported_interfaces.extend(legacy)
+    client = await create_client(card, ClientConfig(httpx_client=http, streaming=False))
+    assert type(client._transport).__name__ == "CompatJsonRpcTransport"  # type: ignore[attr-defined]
+    (response,) = [event async for event in client.send_message(user_message("from 0.3"))]
+    assert get_message_text(response.task.status.message) == "echo: from 0.3"
+    fetched = await client.get_task(GetTaskRequest(id=response.task.id))
+    assert fetched.status.state == TaskState.TASK_STATE_COMPLETED
+
+
 V1 = {"A2A-Version": "1.0"}
 
 
