@@ -31,6 +31,8 @@ SETTING_FLAGS = {
     "--queue-limit": "queue_limit",
     "--ack-timeout": "ack_timeout",
     "--a2a-reply-timeout": "a2a_reply_timeout",
+    "--registry-health-interval": "registry_health_interval",
+    "--registry-fetch-timeout": "registry_fetch_timeout",
     "--store-limit": "store_limit_per_agent",
     "--store-bytes-per-agent": "store_bytes_per_agent",
     "--store-bytes-total": "store_bytes_total",

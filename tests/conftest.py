@@ -12,6 +12,7 @@ import urllib.request
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import pytest
 import uvicorn
@@ -69,6 +70,19 @@ class RunningRouter:
         self.thread.join(10)
 
 
+def wait_until_answers(url: str, process: subprocess.Popen[bytes], timeout: float = 30) -> None:
+    """Until a GET of ``url`` answers 2xx; RuntimeError when ``process`` exits first or time runs out."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            urllib.request.urlopen(url, timeout=1).read()
+            return
+        except OSError:
+            if time.monotonic() > deadline or process.poll() is not None:
+                raise RuntimeError(f"{process.args!r} did not answer at {url}") from None
+            time.sleep(0.1)
+
+
 @contextmanager
 def running_router(port: int | None = None, **settings):
     server = RunningRouter(RouterSettings(**settings), port).start()
@@ -92,19 +106,18 @@ def serving(*flags: str, port: int | None = None) -> Iterator[str]:
         "--store",
         ":memory:",
     ]
-    process = subprocess.Popen([*argv, *flags], cwd=ROOT)
     url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 20
-    try:
-        while True:
-            try:
-                urllib.request.urlopen(f"{url}/healthz", timeout=1).read()
-                break
-            except OSError:
-                if time.monotonic() > deadline or process.poll() is not None:
-                    raise RuntimeError("serve.py did not come up") from None
-                time.sleep(0.1)
+    with spawned([*argv, *flags], f"{url}/healthz"):
         yield url
+
+
+@contextmanager
+def spawned(argv: list[str], ready_url: str, **popen: Any) -> Iterator[subprocess.Popen[bytes]]:
+    """A process (run from the repository's root), from when ``ready_url`` answers until the block ends."""
+    process = subprocess.Popen(argv, cwd=ROOT, **popen)
+    try:
+        wait_until_answers(ready_url, process)
+        yield process
     finally:
         process.terminate()
         process.wait(10)

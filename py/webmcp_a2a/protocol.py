@@ -488,7 +488,9 @@ class AgentInfo(_Model):
     capabilities: list[Capability]
     region: Region | None
     status: AgentStatus
-    last_seen: float = Field(description="Seconds since the epoch of the agent's last frame")
+    last_seen: float = Field(description="Seconds since the epoch of the agent's last frame (remote: last check)")
+    remote: bool = Field(False, description="A remote A2A agent from the router's registry, not in the mesh")
+    url: str | None = Field(None, description="A remote agent's card URL")
 
 
 class DiscoverResult(_Model):

@@ -23,8 +23,6 @@ import contextlib
 import re
 import subprocess
 import sys
-import time
-import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -33,7 +31,7 @@ if __name__ == "__main__":
     sys.path.insert(0, str(ROOT))
     sys.path.insert(0, str(ROOT / "py"))
 
-from tests.conftest import free_port, serving  # noqa: E402
+from tests.conftest import free_port, serving, spawned  # noqa: E402
 
 SCRATCH = ROOT / "build" / "tck"
 SUMMARY = re.compile(r"=+ (.*\d+ (?:passed|failed).*) in [\d.]+s")
@@ -69,24 +67,12 @@ def prepare(tck: Path) -> Path:
 
 @contextlib.contextmanager
 def process(*argv: str, ready_url: str) -> Iterator[None]:
-    """A subprocess, from when ``ready_url`` answers until the block ends."""
-    log = (SCRATCH / f"{Path(argv[0]).stem}.log").open("w")
-    child = subprocess.Popen([sys.executable, *argv], cwd=ROOT, stdout=log, stderr=subprocess.STDOUT)
-    try:
-        deadline = time.monotonic() + 30
-        while True:
-            try:
-                urllib.request.urlopen(ready_url, timeout=1).read()
-                break
-            except OSError:
-                if time.monotonic() > deadline or child.poll() is not None:
-                    raise RuntimeError(f"{argv[0]} did not come up") from None
-                time.sleep(0.2)
+    """A Python script of the repository, its output in ``build/tck/NAME.log``, while ``ready_url`` answers."""
+    with (
+        (SCRATCH / f"{Path(argv[0]).stem}.log").open("w") as log,
+        spawned([sys.executable, *argv], ready_url, stdout=log, stderr=subprocess.STDOUT),
+    ):
         yield
-    finally:
-        child.terminate()
-        child.wait(10)
-        log.close()
 
 
 def run_tck(source: Path, sut_url: str, log: Path) -> tuple[str, set[str], set[str]]:

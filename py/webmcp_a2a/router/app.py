@@ -20,10 +20,13 @@ from starlette.routing import Mount, Route, WebSocketRoute
 from starlette.staticfiles import StaticFiles
 from starlette.websockets import WebSocket, WebSocketDisconnect
 
+from ..protocol import RESERVED_AGENT_IDS
 from .a2a import A2AService
 from .connection import Connection
 from .http_security import OriginGate, SecurityHeaders, content_security_policy
 from .limits import RateLimit
+from .remotes.api import registry_routes
+from .remotes.service import Remotes
 from .routing import Router
 from .settings import RouterSettings
 
@@ -118,11 +121,19 @@ def create_app(
         return FileResponse(web_dir / "index.html", headers={"Cache-Control": "no-cache"})
 
     a2a = A2AService(router)
+    settings = router.settings
+    remotes = Remotes(settings.store_path, settings.registry_health_interval, settings.registry_fetch_timeout)
+    router.remotes = remotes
+
+    def local_ids() -> set[str]:
+        return {record.agent_id for record in router.registry.find(include_offline=True)} | set(RESERVED_AGENT_IDS)
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
         await a2a.start()
+        remotes.start()
         yield
+        await remotes.stop()
         await a2a.stop()
 
     app = Starlette(
@@ -138,6 +149,7 @@ def create_app(
             Route("/py/webmcp_a2a.zip", python_package),
             WebSocketRoute("/a2a", a2a_socket),
             *a2a.routes(),
+            *registry_routes(remotes, settings.join_tokens, local_ids),
             Mount("/web", NoCacheStaticFiles(directory=web_dir), name="web"),
             # Pinned, hash-named-by-version assets: the browser may cache them.
             Mount("/static", StaticFiles(directory=static_dir, check_dir=False), name="static"),

@@ -15,11 +15,13 @@ Two small ASGI middlewares, in the manner of Starlette's own:
 
 from __future__ import annotations
 
+import hmac
 from collections.abc import Iterable
 from urllib.parse import urlsplit
 
 from starlette.datastructures import Headers, MutableHeaders
-from starlette.responses import PlainTextResponse
+from starlette.requests import Request
+from starlette.responses import JSONResponse, PlainTextResponse, Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 LOOPBACK_NAMES = ("127.0.0.1", "localhost", "::1")
@@ -62,6 +64,22 @@ class OriginGate:
                     await response(scope, receive, send)
                 return
         await self.app(scope, receive, send)
+
+
+def bearer_refusal(request: Request, tokens: Iterable[str]) -> Response | None:
+    """The 401 for an HTTP API request without one of the router's join tokens (``Authorization:
+    Bearer TOKEN``); None when it has one, or when the router has none."""
+    tokens = list(tokens)
+    if not tokens:
+        return None
+    scheme, _, presented = request.headers.get("authorization", "").partition(" ")
+    if scheme.lower() == "bearer" and any(hmac.compare_digest(presented, token) for token in tokens):
+        return None
+    return JSONResponse(
+        {"error": "this router requires its join token: Authorization: Bearer TOKEN"},
+        status_code=401,
+        headers={"WWW-Authenticate": "Bearer"},
+    )
 
 
 def content_security_policy(router_origins: Iterable[str] = ()) -> str:

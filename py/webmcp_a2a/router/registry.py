@@ -5,12 +5,18 @@ from __future__ import annotations
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from ..protocol import RESERVED_AGENT_IDS, AgentInfo, Hello, Region
 
 if TYPE_CHECKING:
     from .connection import Peer
+
+
+class RemoteDirectory(Protocol):
+    """Agents outside the mesh that ``a2a_discover`` also lists (:mod:`.remotes`)."""
+
+    def discover(self, agent_type: str | None, capability: str | None, include_offline: bool) -> list[AgentInfo]: ...
 
 
 @dataclass

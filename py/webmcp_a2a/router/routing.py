@@ -64,7 +64,7 @@ from .coordination import Barriers, Locks, Waiter
 from .errors import RequestError
 from .identity import Gate
 from .limits import ErrorLog
-from .registry import AgentIdTaken, AgentRecord, Registry
+from .registry import AgentIdTaken, AgentRecord, Registry, RemoteDirectory
 from .relay import RELAY_FRAMES, RelayTable
 from .settings import RouterSettings
 from .signing import Signer
@@ -118,6 +118,7 @@ class Router:
         self._counted: set[Peer] = set()  # connections counted in connections_by_address
         self._error_log = ErrorLog(settings.error_log_interval, log)
         self.registry = Registry()
+        self.remotes: RemoteDirectory | None = None  # the registry of remote A2A agents, when served
         self.subscriptions = SubscriptionTable()
         self.locks = Locks(self._answer)
         self.barriers = Barriers(self._answer)
@@ -274,7 +275,10 @@ class Router:
         found = self.registry.find(
             request.agent_type, request.capability, request.region_overlaps, request.include_offline
         )
-        self._reply(conn, request.id, DiscoverResult(agents=[record.info() for record in found]))
+        agents = [record.info() for record in found]
+        if self.remotes is not None and request.region_overlaps is None:  # remote agents have no region
+            agents += self.remotes.discover(request.agent_type, request.capability, request.include_offline)
+        self._reply(conn, request.id, DiscoverResult(agents=agents))
 
     # --- messages -------------------------------------------------------------
 

@@ -21,6 +21,11 @@ class RouterSettings(BaseModel):
         300.0, gt=0, description="Seconds an A2A task waits for its agent's next answer before it fails"
     )
 
+    registry_health_interval: float = Field(
+        60.0, gt=0, description="Seconds between health checks of the registered remote agents' cards"
+    )
+    registry_fetch_timeout: float = Field(5.0, gt=0, description="Seconds a remote agent's card may take to fetch")
+
     store_path: str = Field(
         ":memory:", description="SQLite file for messages kept for absent agents, known agents and subscriptions"
     )

@@ -14,7 +14,6 @@ When the router has join tokens, A2A requests must carry one as ``Authorization:
 
 from __future__ import annotations
 
-import hmac
 import json
 
 from a2a.server.context import ServerCallContext
@@ -29,6 +28,7 @@ from starlette.routing import BaseRoute, Route
 from starlette.types import Message
 
 from ...protocol import RESERVED_AGENT_IDS, json_too_deep
+from ..http_security import bearer_refusal
 from ..registry import AgentRecord
 from ..routing import Router
 from .bridge import Bridge, MeshExecutor
@@ -71,8 +71,8 @@ class A2AService:
         return await _serve_card(hub_card(agents, _base(request), settings), request)
 
     async def _hub_rpc(self, request: Request) -> Response:
-        if not self._authorised(request):
-            return _unauthorised()
+        if refusal := bearer_refusal(request, self.router.settings.join_tokens):
+            return refusal
         if self._hub is None:
             base, settings = _base(request), self.router.settings
             registry = self.router.registry
@@ -100,8 +100,8 @@ class A2AService:
         record = self._agent(request)
         if record is None:
             return _no_agent(request)
-        if not self._authorised(request):
-            return _unauthorised()
+        if refusal := bearer_refusal(request, self.router.settings.join_tokens):
+            return refusal
         dispatcher = self._dispatchers.get(record.agent_id)
         if dispatcher is None:
             settings, registry, agent_id = self.router.settings, self.router.registry, record.agent_id
@@ -125,13 +125,6 @@ class A2AService:
     def _agent(self, request: Request) -> AgentRecord | None:
         agent_id = request.path_params["agent_id"]
         return None if agent_id in RESERVED_AGENT_IDS else self.router.registry.get(agent_id)
-
-    def _authorised(self, request: Request) -> bool:
-        tokens = self.router.settings.join_tokens
-        if not tokens:
-            return True
-        scheme, _, presented = request.headers.get("authorization", "").partition(" ")
-        return scheme.lower() == "bearer" and any(hmac.compare_digest(presented, token) for token in tokens)
 
 
 async def _serve_card(card: AgentCard, request: Request) -> Response:
@@ -163,14 +156,6 @@ async def _versioned(request: Request) -> Request:
 
 def _base(request: Request) -> str:
     return str(request.base_url).rstrip("/")
-
-
-def _unauthorised() -> Response:
-    return JSONResponse(
-        {"error": "this router requires its join token: Authorization: Bearer TOKEN"},
-        status_code=401,
-        headers={"WWW-Authenticate": "Bearer"},
-    )
 
 
 def _no_agent(request: Request) -> Response:

@@ -1,0 +1,161 @@
+"""The registry of remote A2A agents: what the operator registered, kept in the router's store.
+
+Each remote agent is its card (as fetched, JSON), where it came from, the operator's own tags, notes
+and facts about it, and its health (the last check of its card: when, how long it took, what went
+wrong). The catalog is a dict in memory written through to the table ``remote_agents`` of
+``--store``, so lookups on the message path ask no query and a restart forgets nothing.
+"""
+
+from __future__ import annotations
+
+import re
+import sqlite3
+import time
+from collections.abc import Iterator
+from typing import Annotated, Any, Literal
+
+from a2a.types.a2a_pb2 import AgentCard
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from ...protocol import AgentId
+from .cards import parse_card
+
+Tag = Annotated[str, Field(min_length=1, max_length=64)]
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS remote_agents (
+    agent_id TEXT PRIMARY KEY,
+    record TEXT NOT NULL
+);
+"""
+
+
+class Health(BaseModel):
+    status: Literal["unknown", "ok", "failing"] = Field("unknown", description="The last check's verdict")
+    checked_at: float | None = Field(None, description="Seconds since the epoch of the last check")
+    latency_ms: float | None = Field(None, description="How long the last successful fetch of the card took")
+    error: str | None = Field(None, description="What went wrong, when the last check failed")
+    failures: int = Field(0, description="Checks failed in a row")
+
+
+class RemoteAgent(BaseModel):
+    """One registered remote agent, as the registry API shows it."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    id: AgentId
+    card_url: str = Field(description="Where its card is fetched from")
+    card: dict[str, Any] = Field(description="The card, as last fetched")
+    etag: str | None = Field(None, description="The card's ETag, for conditional fetches")
+    tags: list[Tag] = Field(default_factory=list)
+    notes: str = ""
+    facts: dict[str, Any] = Field(default_factory=dict)
+    registered_at: float = Field(default_factory=time.time)
+    health: Health = Field(default_factory=Health)
+
+    @property
+    def parsed(self) -> AgentCard:
+        return parse_card(self.card)  # microseconds; registries are small and cards change under us
+
+    @property
+    def online(self) -> bool:
+        return self.health.status != "failing"
+
+    def words(self) -> str:
+        """Everything a text search looks through, lower-cased."""
+        card = self.parsed
+        skills = [f"{s.id} {s.name} {s.description} {' '.join(s.tags)}" for s in card.skills]
+        return " ".join([self.id, card.name, card.description, *skills, *self.tags, self.notes]).lower()
+
+    def skill_ids(self) -> list[str]:
+        return [skill.id for skill in self.parsed.skills]
+
+    def matches(
+        self, text: str | None = None, skill: str | None = None, tag: str | None = None, capability: str | None = None
+    ) -> bool:
+        card = self.parsed
+        return (
+            (text is None or text.lower() in self.words())
+            and (skill is None or any(skill in (s.id, s.name) for s in card.skills))
+            and (tag is None or tag in self.tags or any(tag in s.tags for s in card.skills))
+            and (capability is None or _declares(card, capability) or capability in self.skill_ids())
+        )
+
+
+class RegisterRequest(BaseModel):
+    """``POST /registry``: register the agent whose card is at (or under) ``card_url``."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    card_url: str = Field(description="The card's URL, or the agent's base URL (the well-known path is added)")
+    id: AgentId | None = Field(None, description="The id to give it in the mesh; default: from the card's name")
+    tags: list[Tag] = Field(default_factory=list)
+    notes: str = Field("", max_length=4000)
+    facts: dict[str, Any] = Field(default_factory=dict)
+
+    @field_validator("card_url")
+    @classmethod
+    def _http(cls, url: str) -> str:
+        if not re.match(r"^https?://[^/\s]+", url):
+            raise ValueError("must be an http:// or https:// URL")
+        return url
+
+
+class UpdateRequest(BaseModel):
+    """``PATCH /registry/{id}``: replace the operator's tags, notes or facts (the card is the agent's)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    tags: list[Tag] | None = None
+    notes: str | None = Field(None, max_length=4000)
+    facts: dict[str, Any] | None = None
+
+
+def id_from_name(name: str) -> str:
+    """An agent id made from a card's name: ``Weather Bot`` -> ``weather-bot``."""
+    slug = re.sub(r"[^a-z0-9_.-]+", "-", name.lower()).strip("-.")[:64]
+    return slug or "remote"
+
+
+class Catalog:
+    """Registered remote agents by id, in memory and in the store."""
+
+    def __init__(self, path: str) -> None:
+        self._db = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+        self._db.execute("PRAGMA journal_mode=WAL")
+        self._db.execute("PRAGMA synchronous=NORMAL")
+        self._db.executescript(_SCHEMA)
+        self._agents = {
+            agent_id: RemoteAgent.model_validate_json(record)
+            for agent_id, record in self._db.execute("SELECT agent_id, record FROM remote_agents")
+        }
+
+    def close(self) -> None:
+        self._db.close()
+
+    def __contains__(self, agent_id: str) -> bool:
+        return agent_id in self._agents
+
+    def __iter__(self) -> Iterator[RemoteAgent]:
+        return iter(list(self._agents.values()))
+
+    def get(self, agent_id: str) -> RemoteAgent | None:
+        return self._agents.get(agent_id)
+
+    def save(self, agent: RemoteAgent) -> None:
+        self._agents[agent.id] = agent
+        self._db.execute(
+            "INSERT OR REPLACE INTO remote_agents (agent_id, record) VALUES (?, ?)", (agent.id, agent.model_dump_json())
+        )
+
+    def delete(self, agent_id: str) -> bool:
+        self._db.execute("DELETE FROM remote_agents WHERE agent_id = ?", (agent_id,))
+        return self._agents.pop(agent_id, None) is not None
+
+    def search(self, **criteria: str | None) -> list[RemoteAgent]:
+        return [agent for agent in self._agents.values() if agent.matches(**criteria)]
+
+
+def _declares(card: AgentCard, capability: str) -> bool:
+    """``streaming``, ``push_notifications``, ``extended_agent_card``: what the card's capabilities say."""
+    return capability in card.capabilities.DESCRIPTOR.fields_by_name and bool(getattr(card.capabilities, capability))

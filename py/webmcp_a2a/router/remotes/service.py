@@ -1,0 +1,139 @@
+"""What the registry does: register by card URL, update, forget, check health (on demand and
+periodically), and answer the router's ``a2a_discover`` for remote agents."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+
+import httpx
+
+from ...protocol import AgentInfo
+from .cards import CardError, card_url, fetch_card
+from .catalog import Catalog, RegisterRequest, RemoteAgent, UpdateRequest, id_from_name
+
+log = logging.getLogger("webmcp_a2a.router.remotes")
+
+REMOTE_TYPE = "remote"  # the agent_type remote agents are listed with
+
+
+class RegistryError(Exception):
+    """A refused registry operation: an HTTP status, and the request field at fault when there is one."""
+
+    def __init__(self, status: int, message: str, field: str | None = None) -> None:
+        super().__init__(message)
+        self.status = status
+        self.field = field
+
+
+class Remotes:
+    """The catalog, an HTTP client to fetch cards with, and the periodic health check."""
+
+    def __init__(self, store_path: str, health_interval: float, fetch_timeout: float) -> None:
+        self.catalog = Catalog(store_path)
+        self.health_interval = health_interval
+        self._http = httpx.AsyncClient(timeout=fetch_timeout, follow_redirects=True)
+        self._checker: asyncio.Task[None] | None = None
+
+    def start(self) -> None:
+        self._checker = asyncio.create_task(self._check_periodically())
+
+    async def stop(self) -> None:
+        if self._checker is not None:
+            self._checker.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._checker
+        await self._http.aclose()
+        self.catalog.close()
+
+    async def register(self, request: RegisterRequest, taken: set[str]) -> RemoteAgent:
+        """Fetch and validate the card, then keep the agent; ``taken``: the mesh's own ids."""
+        url = card_url(request.card_url)
+        try:
+            fetched = await fetch_card(self._http, url)
+        except CardError as error:
+            raise RegistryError(502 if error.kind == "unreachable" else 422, str(error), "card_url") from error
+        assert fetched.card is not None  # no etag was sent: never "not modified"
+        assert fetched.data is not None
+        agent_id = request.id or id_from_name(fetched.card.name)
+        if agent_id in taken or agent_id in self.catalog:
+            raise RegistryError(409, f"the id {agent_id!r} is taken in this mesh; give another with 'id'", "id")
+        agent = RemoteAgent(
+            id=agent_id,
+            card_url=url,
+            card=fetched.data,
+            etag=fetched.etag,
+            tags=request.tags,
+            notes=request.notes,
+            facts=request.facts,
+        )
+        agent.health.status, agent.health.checked_at, agent.health.latency_ms = "ok", time.time(), fetched.latency_ms
+        self.catalog.save(agent)
+        return agent
+
+    def update(self, agent_id: str, request: UpdateRequest) -> RemoteAgent:
+        agent = self.known(agent_id)
+        changes = request.model_dump(exclude_none=True)
+        updated = agent.model_copy(update=changes)
+        self.catalog.save(updated)
+        return updated
+
+    def forget(self, agent_id: str) -> None:
+        if not self.catalog.delete(agent_id):
+            raise RegistryError(404, f"no remote agent {agent_id!r} in the registry")
+
+    async def check(self, agent_id: str) -> RemoteAgent:
+        """Fetch the card again (conditionally): the agent's health now, and its card if it changed."""
+        agent = self.known(agent_id)
+        health = agent.health.model_copy()
+        health.checked_at = time.time()
+        card, etag = agent.card, agent.etag
+        try:
+            fetched = await fetch_card(self._http, agent.card_url, agent.etag)
+        except CardError as error:
+            health.status, health.error, health.failures = "failing", str(error), health.failures + 1
+        else:
+            health.status, health.error, health.failures, health.latency_ms = "ok", None, 0, fetched.latency_ms
+            if fetched.data is not None:
+                card, etag = fetched.data, fetched.etag
+        if agent_id not in self.catalog:  # forgotten while we fetched
+            return agent
+        checked = agent.model_copy(update={"health": health, "card": card, "etag": etag})
+        self.catalog.save(checked)
+        return checked
+
+    def discover(self, agent_type: str | None, capability: str | None, include_offline: bool) -> list[AgentInfo]:
+        """Remote agents as ``a2a_discover`` lists them: type ``remote``, skills as capabilities."""
+        if agent_type not in (None, REMOTE_TYPE):
+            return []
+        return [
+            AgentInfo(
+                agent_id=agent.id,
+                agent_type=REMOTE_TYPE,
+                capabilities=agent.skill_ids(),
+                region=None,
+                status="online" if agent.online else "offline",
+                last_seen=agent.health.checked_at or agent.registered_at,
+                remote=True,
+                url=agent.card_url,
+            )
+            for agent in self.catalog.search(capability=capability)
+            if include_offline or agent.online
+        ]
+
+    def known(self, agent_id: str) -> RemoteAgent:
+        agent = self.catalog.get(agent_id)
+        if agent is None:
+            raise RegistryError(404, f"no remote agent {agent_id!r} in the registry")
+        return agent
+
+    async def _check_periodically(self) -> None:
+        while True:
+            await asyncio.sleep(self.health_interval)
+            agents = list(self.catalog)
+            results = await asyncio.gather(*(self.check(agent.id) for agent in agents), return_exceptions=True)
+            for agent, result in zip(agents, results, strict=True):
+                if isinstance(result, Exception) and not isinstance(result, RegistryError):
+                    log.warning("health check of %s failed: %r", agent.id, result)
