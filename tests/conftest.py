@@ -112,6 +112,16 @@ def serving(*flags: str, port: int | None = None) -> Iterator[str]:
 
 
 @contextmanager
+def sdk_agent(port: int | None = None) -> Iterator[str]:
+    """The plain SDK echo server; yields its base URL once its card answers."""
+    port = port or free_port()
+    script = ROOT / "bench" / "baselines" / "a2a_sdk_echo.py"
+    url = f"http://127.0.0.1:{port}"
+    with spawned([sys.executable, str(script), "--port", str(port)], f"{url}/.well-known/agent-card.json"):
+        yield url
+
+
+@contextmanager
 def spawned(argv: list[str], ready_url: str, **popen: Any) -> Iterator[subprocess.Popen[bytes]]:
     """A process (run from the repository's root), from when ``ready_url`` answers until the block ends."""
     process = subprocess.Popen(argv, cwd=ROOT, **popen)

@@ -48,6 +48,15 @@ AgentId = Annotated[
         description="An agent id: 1-128 of A-Z a-z 0-9 _ . @ -",
     ),
 ]
+SendTarget = Annotated[
+    str,
+    Field(
+        min_length=1,
+        max_length=2048,
+        pattern=r"^(?:[A-Za-z0-9_.@-]{1,128}|https?://\S+)$",
+        description="An agent id of the mesh or of the router's registry, or a remote A2A agent's card or base URL",
+    ),
+]
 AgentType = Annotated[
     str,
     Field(
@@ -116,7 +125,7 @@ class Envelope(_Model):
     from_agent: AgentId | None = Field(
         None, description="Stamped by the router from the sender's connection; a client may omit it"
     )
-    to_agent: Annotated[str, Field(min_length=1, max_length=134)]
+    to_agent: Annotated[str, Field(min_length=1, max_length=2048)]  # an agent id, topic:NAME, or a remote URL
     message_type: EnvelopeKind
     priority: Priority = PRIORITY_NORMAL
     payload: dict[str, Any] = Field(default_factory=dict)
@@ -210,6 +219,10 @@ ErrorCode = Literal[
     "too_many_subscriptions",  # of one agent, or topics in total
     "signature_required",
     "bad_signature",
+    # remote A2A agents (a target given by URL or registered in /registry)
+    "remote_unreachable",  # its card or its endpoint could not be reached
+    "remote_invalid",  # what it serves as a card is not a usable Agent Card
+    "remote_refused",  # it refused us (HTTP 401/403, or an A2A error answer)
 ]
 
 
@@ -462,6 +475,8 @@ class SendResult(_Model):
     stored: bool = Field(
         False, description="Not delivered yet, but kept by the router and delivered when the agent is back"
     )
+    remote_task_id: str | None = Field(None, description="To a remote A2A agent: the id of the task it started")
+    context_id: str | None = Field(None, description="To a remote A2A agent: the conversation's context id")
 
 
 class FanoutResult(_Model):
@@ -579,7 +594,12 @@ def validation_error_info(exc: Exception, code: ErrorCode = "invalid_frame") -> 
 class SendMessageArgs(_Model):
     """Arguments of ``a2a_send_message``."""
 
-    target_agent_id: AgentId = Field(description="Id of the agent that should receive the message")
+    target_agent_id: SendTarget = Field(
+        description="Id of the agent that should receive the message; or a remote A2A agent: its id in the "
+        "router's registry, or the URL of its card (or its base URL). To a remote agent, payload 'text' and "
+        "'data' become the A2A message's parts ('context_id' and 'task_id' continue a conversation); its task's "
+        "updates and answer arrive in the inbox as task_response messages with payload 'a2a_remote'"
+    )
     message_type: MessageKind = Field(description="What kind of message this is")
     payload: dict[str, Any] = Field(description="The message body: any JSON object")
     correlation_id: str | None = Field(
@@ -749,3 +769,28 @@ class A2AReply(_Model):
     artifact_name: str | None = Field(
         None, min_length=1, max_length=128, description="When given, the parts become an artifact of this name"
     )
+
+
+# --- remote A2A agents, reached from the mesh -----------------------------------------------
+# a2a_send_message to a remote agent (a URL, or an id of the router's registry) starts an A2A task
+# there; the router answers the send with the task's id, then every update of the task reaches the
+# sender as a task_response envelope from the router's "a2a" agent (correlation_id: the task id)
+# whose payload is {"a2a_remote": A2ARemoteUpdate}.
+
+A2A_REMOTE_KEY = "a2a_remote"
+RemoteState = Literal[
+    "submitted", "working", "input-required", "auth-required", "completed", "failed", "canceled", "rejected", "unknown"
+]
+
+
+class A2ARemoteUpdate(_Model):
+    """One update of a task a remote A2A agent runs for an agent of the mesh."""
+
+    agent: str = Field(description="The remote agent: its registry id, or the URL it was reached at")
+    task_id: str = Field(description="The remote task; '' when the agent answered with a message and no task")
+    context_id: str = Field("", description="Send it back as payload 'context_id' to continue the conversation")
+    state: RemoteState
+    text: str | None = Field(None, description="The update's text parts, joined")
+    data: list[dict[str, Any]] = Field(default_factory=list, description="The update's data parts")
+    artifact_name: str | None = Field(None, description="Set when the parts are an artifact of this name")
+    final: bool = Field(False, description="No more updates will come for this task")

@@ -10,7 +10,7 @@ import asyncio
 import threading
 import time
 import uuid
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable, Coroutine, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, TypeVar
@@ -29,7 +29,7 @@ from a2a.types.a2a_pb2 import (
 )
 
 from tests.browser.conftest import READY_TIMEOUT_MS, wait_until
-from tests.conftest import free_port, serving
+from tests.conftest import free_port, sdk_agent, serving
 
 T = TypeVar("T")
 
@@ -235,3 +235,41 @@ async def _with_client(
     async with httpx.AsyncClient(timeout=60) as http:
         card = await A2ACardResolver(http, f"{base_url}/agents/{agent_id}").get_agent_card()
         return await work(await create_client(card, ClientConfig(httpx_client=http, streaming=streaming)))
+
+
+@pytest.fixture(scope="module")
+def remote_agent() -> Iterator[str]:
+    """An a2a-sdk server with no mesh code in it (the SDK's own routes and an echo executor)."""
+    with sdk_agent() as url:
+        yield url
+
+
+def test_a_page_agent_sends_to_a_remote_a2a_agent_by_url_and_reads_its_streamed_answer(mesh, alice, remote_agent):
+    question = f"hello remote {uuid.uuid4()}"
+    sent = mesh.call(
+        alice,
+        "a2a_send_message",
+        {"target_agent_id": remote_agent, "message_type": "task_request", "payload": {"text": question}},
+    )["structuredContent"]
+    assert sent["delivered"] is True, sent
+    task_id = sent["remote_task_id"]
+    seen: list[dict[str, Any]] = []
+    while not seen or not seen[-1]["final"]:
+        got = mesh.call(alice, "a2a_inbox", {"wait_seconds": 10, "correlation_id": task_id})["structuredContent"]
+        assert got["messages"], seen
+        seen += [message["payload"]["a2a_remote"] for message in got["messages"]]
+    assert [(update["state"], update["text"]) for update in seen][-2:] == [
+        ("working", f"echoing {len(question)} characters"),
+        ("completed", f"echo: {question}"),
+    ]
+
+
+def test_an_unreachable_remote_url_is_a_tool_error_naming_the_target(mesh, alice):
+    result = mesh.call(
+        alice,
+        "a2a_send_message",
+        {"target_agent_id": f"http://127.0.0.1:{free_port()}", "message_type": "task_request", "payload": {}},
+    )
+    assert result["isError"] is True
+    assert result["structuredContent"]["error"]["code"] == "remote_unreachable"
+    assert result["structuredContent"]["error"]["field"] == "target_agent_id"

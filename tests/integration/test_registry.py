@@ -4,26 +4,14 @@ server with no mesh code in it (``bench/baselines/a2a_sdk_echo.py``) in a proces
 from __future__ import annotations
 
 import asyncio
-import sys
 from collections.abc import AsyncIterator, Iterator
-from contextlib import contextmanager
 
 import httpx
 import pytest
 
-from tests.conftest import ROOT, RunningRouter, free_port, running_router, spawned
+from tests.conftest import RunningRouter, free_port, running_router, sdk_agent
 from webmcp_a2a.client.cpython import connect
 from webmcp_a2a.protocol import DiscoverArgs, Hello
-
-
-@contextmanager
-def sdk_agent(port: int | None = None) -> Iterator[str]:
-    """The plain SDK echo server; yields its base URL once its card answers."""
-    port = port or free_port()
-    script = ROOT / "bench" / "baselines" / "a2a_sdk_echo.py"
-    url = f"http://127.0.0.1:{port}"
-    with spawned([sys.executable, str(script), "--port", str(port)], f"{url}/.well-known/agent-card.json"):
-        yield url
 
 
 @pytest.fixture(scope="module")

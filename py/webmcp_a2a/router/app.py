@@ -22,6 +22,7 @@ from starlette.websockets import WebSocket, WebSocketDisconnect
 
 from ..protocol import RESERVED_AGENT_IDS
 from .a2a import A2AService
+from .a2a.outbound import Outbound
 from .connection import Connection
 from .http_security import OriginGate, SecurityHeaders, content_security_policy
 from .limits import RateLimit
@@ -124,6 +125,8 @@ def create_app(
     settings = router.settings
     remotes = Remotes(settings.store_path, settings.registry_health_interval, settings.registry_fetch_timeout)
     router.remotes = remotes
+    outbound = Outbound(a2a.bridge, remotes.catalog, settings.registry_fetch_timeout)
+    router.outbound = outbound
 
     def local_ids() -> set[str]:
         return {record.agent_id for record in router.registry.find(include_offline=True)} | set(RESERVED_AGENT_IDS)
@@ -133,6 +136,7 @@ def create_app(
         await a2a.start()
         remotes.start()
         yield
+        await outbound.stop()
         await remotes.stop()
         await a2a.stop()
 

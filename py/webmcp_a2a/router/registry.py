@@ -3,14 +3,30 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol
 
-from ..protocol import RESERVED_AGENT_IDS, AgentInfo, Hello, Region
+from ..protocol import RESERVED_AGENT_IDS, AgentInfo, Envelope, ErrorInfo, Hello, Region
 
 if TYPE_CHECKING:
+    from pydantic import BaseModel
+
     from .connection import Peer
+    from .coordination import Waiter
+
+
+Answer = Callable[["Waiter", "BaseModel | ErrorInfo"], None]
+
+
+class OutboundSender(Protocol):
+    """Sends envelopes addressed outside the mesh (remote A2A agents, :mod:`.a2a.outbound`)."""
+
+    def handles(self, target: str) -> bool: ...
+
+    def send(
+        self, waiter: Waiter, envelope: Envelope, answer: Callable[[Waiter, BaseModel | ErrorInfo], None]
+    ) -> None: ...
 
 
 class RemoteDirectory(Protocol):

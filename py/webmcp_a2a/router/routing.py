@@ -64,7 +64,7 @@ from .coordination import Barriers, Locks, Waiter
 from .errors import RequestError
 from .identity import Gate
 from .limits import ErrorLog
-from .registry import AgentIdTaken, AgentRecord, Registry, RemoteDirectory
+from .registry import AgentIdTaken, AgentRecord, OutboundSender, Registry, RemoteDirectory
 from .relay import RELAY_FRAMES, RelayTable
 from .settings import RouterSettings
 from .signing import Signer
@@ -119,6 +119,7 @@ class Router:
         self._error_log = ErrorLog(settings.error_log_interval, log)
         self.registry = Registry()
         self.remotes: RemoteDirectory | None = None  # the registry of remote A2A agents, when served
+        self.outbound: OutboundSender | None = None  # sends to remote A2A agents, when served
         self.subscriptions = SubscriptionTable()
         self.locks = Locks(self._answer)
         self.barriers = Barriers(self._answer)
@@ -315,7 +316,9 @@ class Router:
         if envelope.to_agent == BROADCAST:
             raise RequestError("invalid_frame", "use a broadcast frame to broadcast", "envelope.to_agent")
         target = self.registry.get(envelope.to_agent)
-        if target is None:
+        if target is None and self.outbound is not None and self.outbound.handles(envelope.to_agent):
+            self.outbound.send(Waiter(agent_id, conn, request.id), envelope, self._answer)
+        elif target is None:
             self._reply(
                 conn,
                 request.id,

@@ -36,6 +36,7 @@ class Fetched:
     data: dict[str, Any] | None
     etag: str | None
     latency_ms: float
+    max_age: float = 0.0  # seconds the card may be used without asking again (Cache-Control)
 
 
 def card_url(url: str) -> str:
@@ -70,8 +71,9 @@ async def fetch_card(http: httpx.AsyncClient, url: str, etag: str | None = None)
     except httpx.HTTPError as error:
         raise CardError("unreachable", f"{url}: {type(error).__name__}: {error}") from error
     latency_ms = round((time.perf_counter() - started) * 1000, 2)
+    max_age = _max_age(response.headers.get("cache-control", ""))
     if response.status_code == 304 and etag:
-        return Fetched(None, None, etag, latency_ms)
+        return Fetched(None, None, etag, latency_ms, max_age)
     if response.status_code in (401, 403):
         raise CardError("refused", f"{url}: HTTP {response.status_code}")
     if response.status_code != 200:
@@ -80,4 +82,15 @@ async def fetch_card(http: httpx.AsyncClient, url: str, etag: str | None = None)
         data = response.json()
     except ValueError as error:
         raise CardError("invalid", f"{url}: not JSON") from error
-    return Fetched(parse_card(data), data, response.headers.get("etag"), latency_ms)
+    return Fetched(parse_card(data), data, response.headers.get("etag"), latency_ms, max_age)
+
+
+def _max_age(cache_control: str) -> float:
+    directives = [part.strip().lower() for part in cache_control.split(",")]
+    if "no-cache" in directives or "no-store" in directives:
+        return 0.0
+    for directive in directives:
+        name, _, value = directive.partition("=")
+        if name == "max-age" and value.strip('"').isdigit():
+            return float(value.strip('"'))
+    return 0.0

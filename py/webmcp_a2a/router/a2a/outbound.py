@@ -1,0 +1,215 @@
+"""From the mesh out to remote A2A agents: ``a2a_send_message`` to a URL or a registered remote id.
+
+The router reads the remote agent's card (the registry's copy for a registered agent; for a URL a
+fetch, cached as its ``Cache-Control`` says and revalidated with its ``ETag``), and sends with the
+official ``a2a-sdk`` client, which picks the interface and version the card offers (A2A 1.0 or 0.3,
+JSON-RPC or HTTP+JSON). A streaming agent is streamed; another is asked to return at once and then
+polled. The sender's request is answered as soon as the remote side names its task; every update
+after that reaches the sender as a ``task_response`` from the router's ``a2a`` agent carrying an
+:class:`~webmcp_a2a.protocol.A2ARemoteUpdate` (kept for the sender while it is away, like any message).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import re
+import time
+from collections.abc import AsyncIterator
+from typing import Any
+
+import httpx
+from a2a.client import A2AClientError, ClientConfig, create_client
+from a2a.helpers.proto_helpers import get_data_parts, get_text_parts, new_data_part, new_text_part
+from a2a.types.a2a_pb2 import (
+    AgentCard,
+    GetTaskRequest,
+    Message,
+    Part,
+    Role,
+    SendMessageRequest,
+    StreamResponse,
+    TaskState,
+)
+
+from ...protocol import A2A_REMOTE_KEY, A2ARemoteUpdate, Envelope, ErrorInfo, SendMessageArgs, SendResult
+from ..coordination import Waiter
+from ..registry import Answer
+from ..remotes.cards import CardError, card_url, fetch_card, parse_card
+from ..remotes.catalog import Catalog
+from .bridge import Bridge
+
+log = logging.getLogger("webmcp_a2a.router.a2a.outbound")
+
+
+POLL_FIRST, POLL_MAX = 0.5, 5.0  # seconds between GetTask calls to an agent that does not stream
+_OPEN = {"submitted", "working"}
+_CODES = {"unreachable": "remote_unreachable", "invalid": "remote_invalid", "refused": "remote_refused"}
+
+
+class Outbound:
+    """Sends the mesh's messages to remote A2A agents and brings their tasks' updates back."""
+
+    def __init__(self, bridge: Bridge, catalog: Catalog, fetch_timeout: float) -> None:
+        self._bridge = bridge
+        self._catalog = catalog
+        self._http = httpx.AsyncClient(timeout=httpx.Timeout(fetch_timeout, read=None), follow_redirects=True)
+        self._cards: dict[str, tuple[AgentCard, str | None, float]] = {}  # card URL -> card, ETag, fresh until
+        self._running: set[asyncio.Task[None]] = set()
+
+    def handles(self, target: str) -> bool:
+        return target.startswith(("http://", "https://")) or target in self._catalog
+
+    def send(self, waiter: Waiter, envelope: Envelope, answer: Answer) -> None:
+        task = asyncio.create_task(self._run(waiter, envelope, answer))
+        self._running.add(task)
+        task.add_done_callback(self._running.discard)
+
+    async def stop(self) -> None:
+        for task in list(self._running):
+            task.cancel()
+        await asyncio.gather(*self._running, return_exceptions=True)
+        await self._http.aclose()
+
+    async def _run(self, waiter: Waiter, envelope: Envelope, answer: Answer) -> None:
+        target = envelope.to_agent
+        try:
+            card = await self._card(target)
+        except CardError as error:
+            answer(waiter, ErrorInfo(code=_CODES[error.kind], message=str(error), field="target_agent_id"))
+            return
+        streaming = card.capabilities.streaming
+        answered = False
+        try:
+            client = await create_client(card, ClientConfig(httpx_client=self._http, streaming=streaming))
+            request = SendMessageRequest(message=_message(envelope))
+            request.configuration.return_immediately = not streaming
+            async for update in self._updates(client, request, target, streaming):
+                if not answered:
+                    answered = True
+                    answer(
+                        waiter,
+                        SendResult(
+                            delivered=True,
+                            target_status="online",
+                            message_id=envelope.message_id,
+                            remote_task_id=update.task_id or None,
+                            context_id=update.context_id or None,
+                        ),
+                    )
+                await self._forward(waiter.agent_id, update)
+        except (A2AClientError, httpx.HTTPError, ValueError) as error:
+            message = f"{target}: {type(error).__name__}: {error}"
+            if not answered:
+                code = "remote_unreachable" if isinstance(error, httpx.TransportError) else "remote_refused"
+                answer(waiter, ErrorInfo(code=code, message=message, field="target_agent_id"))
+            else:
+                log.info("the task at %s ended in an error: %s", target, message)
+
+    async def _updates(
+        self, client: Any, request: SendMessageRequest, target: str, streaming: bool
+    ) -> AsyncIterator[A2ARemoteUpdate]:
+        last: A2ARemoteUpdate | None = None
+        async for event in client.send_message(request):
+            last = _update(target, event)
+            yield last
+        if streaming or last is None or not last.task_id or last.state not in _OPEN:
+            return
+        delay = POLL_FIRST  # an agent that does not stream: ask again until the task moves past working
+        while last.state in _OPEN:
+            await asyncio.sleep(delay)
+            delay = min(delay * 2, POLL_MAX)
+            task = await client.get_task(GetTaskRequest(id=last.task_id))
+            current = _update(target, StreamResponse(task=task))
+            if current.state != last.state:
+                yield current
+            last = current
+
+    async def _forward(self, sender: str, update: A2ARemoteUpdate) -> None:
+        await self._bridge.agent.send_message(
+            SendMessageArgs(
+                target_agent_id=sender,
+                message_type="task_response",
+                payload={A2A_REMOTE_KEY: update.model_dump(mode="json")},
+                correlation_id=update.task_id or None,
+            )
+        )
+
+    async def _card(self, target: str) -> AgentCard:
+        registered = self._catalog.get(target)
+        if registered is not None:
+            return parse_card(registered.card)
+        url = card_url(target)
+        cached = self._cards.get(url)
+        if cached is not None and cached[2] > time.monotonic():
+            return cached[0]
+        fetched = await fetch_card(self._http, url, cached[1] if cached else None)
+        card = fetched.card if fetched.card is not None else cached[0] if cached else None
+        if card is None:  # a 304 for a card we no longer hold: cannot happen without a cache entry
+            raise CardError("invalid", f"{url}: not modified, but no card is cached")
+        self._cards[url] = (card, fetched.etag, time.monotonic() + fetched.max_age)
+        return card
+
+
+def _message(envelope: Envelope) -> Message:
+    """The A2A message for an envelope: payload 'text' and 'data' as parts (else the whole payload as
+    data), 'context_id' and 'task_id' to continue a conversation."""
+    payload = envelope.payload
+    parts: list[Part] = []
+    if isinstance(payload.get("text"), str):
+        parts.append(new_text_part(payload["text"]))
+    if isinstance(payload.get("data"), dict):
+        parts.append(new_data_part(payload["data"]))
+    if not parts:
+        parts.append(new_data_part(payload))
+    return Message(
+        role=Role.ROLE_USER,
+        message_id=envelope.message_id,
+        parts=parts,
+        context_id=str(payload.get("context_id") or ""),
+        task_id=str(payload.get("task_id") or ""),
+    )
+
+
+def _update(agent: str, event: StreamResponse) -> A2ARemoteUpdate:
+    """What one event of the remote task says, in the mesh's terms."""
+    if event.HasField("message"):  # an answer without a task
+        message = event.message
+        return A2ARemoteUpdate(
+            agent=agent, task_id=message.task_id, context_id=message.context_id, state="completed", final=True,
+            **_content(list(message.parts)),
+        )  # fmt: skip
+    if event.HasField("artifact_update"):
+        artifact = event.artifact_update
+        return A2ARemoteUpdate(
+            agent=agent, task_id=artifact.task_id, context_id=artifact.context_id, state="working",
+            artifact_name=artifact.artifact.name or "artifact", **_content(list(artifact.artifact.parts)),
+        )  # fmt: skip
+    if event.HasField("status_update"):
+        task_id, context_id, status = (
+            event.status_update.task_id,
+            event.status_update.context_id,
+            event.status_update.status,
+        )
+    else:
+        task_id, context_id, status = event.task.id, event.task.context_id, event.task.status
+    state = _state(status.state)
+    final = state not in (*_OPEN, "input-required", "auth-required")
+    return A2ARemoteUpdate(
+        agent=agent, task_id=task_id, context_id=context_id, state=state, final=final,
+        **_content(list(status.message.parts)),
+    )  # fmt: skip
+
+
+def _state(state: int) -> Any:
+    """``TASK_STATE_INPUT_REQUIRED`` -> ``input-required``."""
+    name = re.sub(r"^TASK_STATE_", "", TaskState.Name(state)).lower().replace("_", "-")
+    return "unknown" if name == "unspecified" else name
+
+
+def _content(parts: list[Part]) -> dict[str, Any]:
+    texts = get_text_parts(parts)
+    return {
+        "text": "\n".join(texts) if texts else None,
+        "data": [d for d in get_data_parts(parts) if isinstance(d, dict)],
+    }
