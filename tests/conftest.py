@@ -23,6 +23,7 @@ from webmcp_a2a.router.routing import Router
 from webmcp_a2a.router.server import uvicorn_config
 
 ROOT = Path(__file__).resolve().parent.parent
+SDK_ECHO = ROOT / "bench" / "baselines" / "a2a_sdk_echo.py"  # the a2a-sdk alone: an in-process echo agent
 
 
 def free_port() -> int:
@@ -112,10 +113,11 @@ def serving(*flags: str, port: int | None = None) -> Iterator[str]:
 
 
 @contextmanager
-def sdk_agent(port: int | None = None) -> Iterator[str]:
-    """The plain SDK echo server; yields its base URL once its card answers."""
+def sdk_agent(
+    port: int | None = None, script: Path = ROOT / "bench" / "baselines" / "a2a_sdk_echo.py"
+) -> Iterator[str]:
+    """A plain SDK server (default: the echo one); yields its base URL once its card answers."""
     port = port or free_port()
-    script = ROOT / "bench" / "baselines" / "a2a_sdk_echo.py"
     url = f"http://127.0.0.1:{port}"
     with spawned([sys.executable, str(script), "--port", str(port)], f"{url}/.well-known/agent-card.json"):
         yield url

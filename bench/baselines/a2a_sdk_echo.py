@@ -48,7 +48,7 @@ class EchoExecutor(AgentExecutor):
             await TaskUpdater(event_queue, task.id, task.context_id).cancel()
 
 
-def create_app(port: int) -> Starlette:
+def create_app(port: int, executor: AgentExecutor | None = None) -> Starlette:
     url = f"http://127.0.0.1:{port}/"
     card = AgentCard(
         name="echo",
@@ -63,7 +63,9 @@ def create_app(port: int) -> Starlette:
         default_output_modes=["text/plain"],
         skills=[AgentSkill(id="echo", name="echo", description="echoes the text it is sent", tags=["echo"])],
     )
-    handler = DefaultRequestHandler(agent_executor=EchoExecutor(), task_store=InMemoryTaskStore(), agent_card=card)
+    handler = DefaultRequestHandler(
+        agent_executor=executor or EchoExecutor(), task_store=InMemoryTaskStore(), agent_card=card
+    )
     routes = [*create_agent_card_routes(card), *create_jsonrpc_routes(handler, rpc_url="/", enable_v0_3_compat=True)]
     return Starlette(routes=routes)
 

@@ -77,6 +77,10 @@ EnvelopeKind = Literal["task_request", "task_response", "notification", "data_sh
 EventType = Literal["region_change", "task_available", "peer_discovered", "peer_offline", "knowledge_update"]
 """Built-in topics: ``peer_discovered`` and ``peer_offline`` are published by the router, the others by agents."""
 TargetStatus = Literal["online", "offline", "busy"]
+TaskStateName = Literal[
+    "submitted", "working", "input-required", "auth-required", "completed", "failed", "canceled", "rejected", "unknown"
+]
+"""An A2A task's state, as the mesh names it (``TASK_STATE_INPUT_REQUIRED`` is ``input-required``)."""
 AgentStatus = Literal["online", "busy", "offline"]
 
 PRIORITY_LOW, PRIORITY_NORMAL, PRIORITY_HIGH, PRIORITY_CRITICAL = 1, 5, 8, 10
@@ -223,6 +227,8 @@ ErrorCode = Literal[
     "remote_unreachable",  # its card or its endpoint could not be reached
     "remote_invalid",  # what it serves as a card is not a usable Agent Card
     "remote_refused",  # it refused us (HTTP 401/403, or an A2A error answer)
+    "task_not_found",  # a2a_tasks: no such task of this agent's
+    "task_not_cancelable",  # a2a_tasks: over already, or inbound (answer it with a2a_reply instead)
 ]
 
 
@@ -243,6 +249,26 @@ class DiscoverArgs(_Model):
     capability: Capability | None = Field(None, description="Only agents that declared this capability")
     region_overlaps: Region | None = Field(None, description="Only agents whose region overlaps this one")
     include_offline: bool = Field(False, description="Also list agents seen before that are offline now")
+
+
+class TasksArgs(_Model):
+    """Arguments of ``a2a_tasks``: this agent's A2A tasks, those given to it (inbound) and those it gave
+    remote agents (outbound)."""
+
+    action: Literal["list", "get", "cancel"] = Field(
+        "list", description="list tasks; get one with its history and artifacts; cancel an outbound one"
+    )
+    task_id: str | None = Field(None, min_length=1, max_length=128, description="The task, for get and cancel")
+    direction: Literal["inbound", "outbound", "all"] = Field("all", description="Which tasks to list")
+    state: TaskStateName | None = Field(None, description="Only tasks in this state")
+    context_id: str | None = Field(None, min_length=1, max_length=128, description="Only tasks of this conversation")
+    limit: int = Field(50, ge=1, le=100, description="List at most this many, most recently updated first")
+
+    @model_validator(mode="after")
+    def _needs_task(self) -> TasksArgs:
+        if self.action != "list" and self.task_id is None:
+            raise ValueError(f"task_id is required to {self.action} a task")
+        return self
 
 
 class LockArgs(_Model):
@@ -343,6 +369,11 @@ class DiscoverRequest(DiscoverArgs):
     id: int
 
 
+class TasksRequest(TasksArgs):
+    type: Literal["tasks"] = "tasks"
+    id: int
+
+
 class LockRequest(LockArgs):
     type: Literal["lock"] = "lock"
     id: int
@@ -408,6 +439,7 @@ RequestFrame = (
     | UnsubscribeRequest
     | HeartbeatRequest
     | DiscoverRequest
+    | TasksRequest
     | LockRequest
     | BarrierRequest
 )
@@ -510,6 +542,31 @@ class AgentInfo(_Model):
 
 class DiscoverResult(_Model):
     agents: list[AgentInfo]
+
+
+class TaskPart(_Model):
+    """Text and data of one message or artifact of a task."""
+
+    role: Literal["user", "agent", "artifact"]
+    name: str | None = Field(None, description="An artifact's name")
+    text: str | None = None
+    data: list[dict[str, Any]] = Field(default_factory=list)
+
+
+class TaskInfo(_Model):
+    task_id: str
+    context_id: str
+    direction: Literal["inbound", "outbound"]
+    peer: str | None = Field(None, description="Outbound: the remote agent (registry id or URL)")
+    state: TaskStateName
+    updated_at: float | None = Field(None, description="Seconds since the epoch of the last status change")
+    status_text: str | None = Field(None, description="The text of the current status message")
+    artifacts: list[TaskPart] = Field(default_factory=list)
+    history: list[TaskPart] = Field(default_factory=list, description="get only: the messages of the task")
+
+
+class TasksResult(_Model):
+    tasks: list[TaskInfo]
 
 
 class HeartbeatResult(_Model):
@@ -778,9 +835,6 @@ class A2AReply(_Model):
 # whose payload is {"a2a_remote": A2ARemoteUpdate}.
 
 A2A_REMOTE_KEY = "a2a_remote"
-RemoteState = Literal[
-    "submitted", "working", "input-required", "auth-required", "completed", "failed", "canceled", "rejected", "unknown"
-]
 
 
 class A2ARemoteUpdate(_Model):
@@ -789,7 +843,7 @@ class A2ARemoteUpdate(_Model):
     agent: str = Field(description="The remote agent: its registry id, or the URL it was reached at")
     task_id: str = Field(description="The remote task; '' when the agent answered with a message and no task")
     context_id: str = Field("", description="Send it back as payload 'context_id' to continue the conversation")
-    state: RemoteState
+    state: TaskStateName
     text: str | None = Field(None, description="The update's text parts, joined")
     data: list[dict[str, Any]] = Field(default_factory=list, description="The update's data parts")
     artifact_name: str | None = Field(None, description="Set when the parts are an artifact of this name")

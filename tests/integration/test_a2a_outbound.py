@@ -9,10 +9,10 @@ from collections.abc import AsyncIterator, Iterator
 import httpx
 import pytest
 
-from tests.conftest import RunningRouter, free_port, running_router, sdk_agent
+from tests.conftest import ROOT, RunningRouter, free_port, running_router, sdk_agent
 from webmcp_a2a.client.agent import Agent, RouterError
 from webmcp_a2a.client.cpython import connect
-from webmcp_a2a.protocol import A2A_REMOTE_KEY, A2ARemoteUpdate, Hello, InboxArgs, SendMessageArgs
+from webmcp_a2a.protocol import A2A_REMOTE_KEY, A2ARemoteUpdate, Hello, InboxArgs, SendMessageArgs, TasksArgs
 
 
 @pytest.fixture(scope="module")
@@ -96,3 +96,69 @@ async def test_a_url_that_serves_no_card_is_a_tool_error(sender, router):
 async def test_an_unknown_plain_id_is_still_an_absent_mesh_agent(sender):
     result = await sender.send_message(to("nobody-here", "hello"))
     assert (result.delivered, result.target_status) == (False, "offline")
+
+
+@pytest.fixture(scope="module")
+def conversing() -> Iterator[str]:
+    with sdk_agent(script=ROOT / "tests" / "servers" / "a2a_remote_agent.py") as url:
+        yield url
+
+
+async def test_input_required_is_surfaced_and_the_answer_continues_the_remote_task(sender, conversing):
+    asked = await sender.send_message(to(conversing, "ask about the weather"))
+    (question,) = await until(sender, asked.remote_task_id or "", "input-required")
+    assert (question.text, question.final) == ("which city?", False)
+    answered = await sender.send_message(
+        to(conversing, "Lyon", context_id=question.context_id, task_id=question.task_id)
+    )
+    assert answered.remote_task_id == asked.remote_task_id
+    seen = await updates(sender, question.task_id)
+    assert (seen[-1].state, seen[-1].text) == ("completed", "weather in Lyon: sunny")
+
+
+async def test_a2a_tasks_lists_gets_and_cancels_an_outbound_task(sender, conversing):
+    started = await sender.send_message(to(conversing, "wait for me"))
+    task_id = started.remote_task_id or ""
+    await until(sender, task_id, "working")
+    (listed,) = (await sender.tasks(TasksArgs(direction="outbound", state="working"))).tasks
+    assert (listed.task_id, listed.peer, listed.status_text) == (task_id, conversing, "waiting")
+    (whole,) = (await sender.tasks(TasksArgs(action="get", task_id=task_id))).tasks
+    assert [(part.role, part.text) for part in whole.history][:1] == [("user", "wait for me")]
+    (cancelled,) = (await sender.tasks(TasksArgs(action="cancel", task_id=task_id))).tasks
+    assert cancelled.state == "canceled"
+    assert (await sender.tasks(TasksArgs(action="get", task_id=task_id))).tasks[0].state == "canceled"
+    with pytest.raises(RouterError) as again:
+        await sender.tasks(TasksArgs(action="cancel", task_id=task_id))
+    assert (again.value.info.code, again.value.info.field) == ("task_not_cancelable", "task_id")
+
+
+async def test_a2a_tasks_names_an_unknown_task(sender):
+    with pytest.raises(RouterError) as failure:
+        await sender.tasks(TasksArgs(action="get", task_id="no-such-task"))
+    assert (failure.value.info.code, failure.value.info.field) == ("task_not_found", "task_id")
+
+
+async def test_a2a_tasks_lists_inbound_tasks_too(router, sender):
+    async def answer(task):
+        await task.complete(f"done: {task.text}")
+
+    sender.on_task(answer)
+    async with httpx.AsyncClient(timeout=15) as http:
+        body = {"jsonrpc": "2.0", "id": 1, "method": "message/send",
+                "params": {"message": {"role": "user", "kind": "message", "messageId": uuid.uuid4().hex,
+                                       "parts": [{"kind": "text", "text": "for you"}]}}}  # fmt: skip
+        given = (await http.post(f"{router.http_url}/agents/{sender.agent_id}", json=body)).json()["result"]
+    (inbound,) = (await sender.tasks(TasksArgs(direction="inbound"))).tasks
+    assert (inbound.task_id, inbound.direction, inbound.state, inbound.status_text) == (
+        given["id"], "inbound", "completed", "done: for you",
+    )  # fmt: skip
+
+
+async def until(agent: Agent, task_id: str, state: str) -> list[A2ARemoteUpdate]:
+    """The task's updates from the inbox up to the first in ``state``."""
+    seen: list[A2ARemoteUpdate] = []
+    while not seen or seen[-1].state != state:
+        got = await agent.inbox(InboxArgs(wait_seconds=10, correlation_id=task_id, max_messages=1))
+        assert got.messages, f"{task_id} never reached {state}: {seen}"
+        seen.append(A2ARemoteUpdate.model_validate(got.messages[0].payload[A2A_REMOTE_KEY]))
+    return seen[-1:]

@@ -39,6 +39,8 @@ from ..protocol import (
     SubscribeArgs,
     SubscribeResult,
     TaskOutcome,
+    TasksArgs,
+    TasksResult,
     UnsubscribeArgs,
     UnsubscribeResult,
     validation_error_info,
@@ -144,6 +146,17 @@ def _summarize_reply(result: SendResult) -> str:
     if result.delivered:
         return "The answer went to the A2A client (through the router's A2A bridge)."
     return f"The answer was not delivered: {result.reason}."
+
+
+def _summarize_tasks(result: TasksResult) -> str:
+    if not result.tasks:
+        return "No A2A tasks."
+    lines = [
+        f"{task.task_id} ({task.direction}{' to ' + task.peer if task.peer else ''}): {task.state}"
+        + (f": {task.status_text}" if task.status_text else "")
+        for task in result.tasks
+    ]
+    return f"{len(lines)} A2A task(s):\n" + "\n".join(lines)
 
 
 async def _subscribe(agent: Agent, args: SubscribeArgs) -> SubscribeResult:
@@ -274,6 +287,19 @@ TOOLS: tuple[Tool[Any, Any], ...] = (
         arguments=A2AReply,
         run=Agent.answer_task,
         summarize=_summarize_reply,
+    ),
+    Tool(
+        name="a2a_tasks",
+        title="List, read or cancel A2A tasks",
+        description=(
+            "This agent's standard A2A tasks: inbound (given to it by A2A clients; answer them with a2a_reply) "
+            "and outbound (given by it to remote agents with a2a_send_message to a URL or registry id). "
+            "action list (filter by direction, state, context_id; newest first), get (one task with its history "
+            "and artifacts), cancel (an outbound task, at the remote agent)."
+        ),
+        arguments=TasksArgs,
+        run=Agent.tasks,
+        summarize=_summarize_tasks,
     ),
     Tool(
         name="a2a_request",

@@ -55,6 +55,9 @@ from ..protocol import (
     SubscribeResult,
     SubscriptionFilter,
     TaskOutcome,
+    TasksArgs,
+    TasksRequest,
+    TasksResult,
     UnsubscribeRequest,
     UnsubscribeResult,
     new_message_id,
@@ -242,6 +245,11 @@ class Agent:
         """Agents the router knows, with their status and when they were last seen."""
         request = DiscoverRequest(id=0, **dict(args or DiscoverArgs()))
         return DiscoverResult.model_validate(await self._request(request))
+
+    async def tasks(self, args: TasksArgs | None = None) -> TasksResult:
+        """This agent's A2A tasks: list them (inbound and outbound), get one whole, cancel an outbound one."""
+        request = TasksRequest(id=0, **dict(args or TasksArgs()))
+        return TasksResult.model_validate(await self._request(request))
 
     async def lock(self, args: LockArgs) -> LockResult:
         """Acquire (waiting up to ``wait_seconds``) or release a named lock."""

@@ -22,6 +22,7 @@ from starlette.websockets import WebSocket, WebSocketDisconnect
 
 from ..protocol import RESERVED_AGENT_IDS
 from .a2a import A2AService
+from .a2a.book import TaskBook
 from .a2a.outbound import Outbound
 from .connection import Connection
 from .http_security import OriginGate, SecurityHeaders, content_security_policy
@@ -127,6 +128,7 @@ def create_app(
     router.remotes = remotes
     outbound = Outbound(a2a.bridge, remotes.catalog, settings.registry_fetch_timeout)
     router.outbound = outbound
+    router.task_queue = TaskBook(a2a.tasks, outbound)
 
     def local_ids() -> set[str]:
         return {record.agent_id for record in router.registry.find(include_offline=True)} | set(RESERVED_AGENT_IDS)

@@ -7,7 +7,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol
 
-from ..protocol import RESERVED_AGENT_IDS, AgentInfo, Envelope, ErrorInfo, Hello, Region
+from ..protocol import RESERVED_AGENT_IDS, AgentInfo, Envelope, ErrorInfo, Hello, Region, TasksRequest
 
 if TYPE_CHECKING:
     from pydantic import BaseModel
@@ -27,6 +27,12 @@ class OutboundSender(Protocol):
     def send(
         self, waiter: Waiter, envelope: Envelope, answer: Callable[[Waiter, BaseModel | ErrorInfo], None]
     ) -> None: ...
+
+
+class TaskQueue(Protocol):
+    """Answers ``a2a_tasks`` (:mod:`.a2a.book`)."""
+
+    def handle(self, waiter: Waiter, request: TasksRequest, answer: Answer) -> None: ...
 
 
 class RemoteDirectory(Protocol):

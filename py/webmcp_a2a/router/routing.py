@@ -53,6 +53,7 @@ from ..protocol import (
     SendResult,
     SubscribeRequest,
     SubscribeResult,
+    TasksRequest,
     UnsubscribeRequest,
     UnsubscribeResult,
     Welcome,
@@ -64,7 +65,7 @@ from .coordination import Barriers, Locks, Waiter
 from .errors import RequestError
 from .identity import Gate
 from .limits import ErrorLog
-from .registry import AgentIdTaken, AgentRecord, OutboundSender, Registry, RemoteDirectory
+from .registry import AgentIdTaken, AgentRecord, OutboundSender, Registry, RemoteDirectory, TaskQueue
 from .relay import RELAY_FRAMES, RelayTable
 from .settings import RouterSettings
 from .signing import Signer
@@ -120,6 +121,7 @@ class Router:
         self.registry = Registry()
         self.remotes: RemoteDirectory | None = None  # the registry of remote A2A agents, when served
         self.outbound: OutboundSender | None = None  # sends to remote A2A agents, when served
+        self.task_queue: TaskQueue | None = None  # answers a2a_tasks, when the A2A bridge is served
         self.subscriptions = SubscriptionTable()
         self.locks = Locks(self._answer)
         self.barriers = Barriers(self._answer)
@@ -135,6 +137,7 @@ class Router:
             UnsubscribeRequest: self._unsubscribe,
             HeartbeatRequest: self._heartbeat,
             DiscoverRequest: self._discover,
+            TasksRequest: self._tasks,
             LockRequest: self._lock,
             BarrierRequest: self._barrier,
             Ack: self._ack,
@@ -280,6 +283,12 @@ class Router:
         if self.remotes is not None and request.region_overlaps is None:  # remote agents have no region
             agents += self.remotes.discover(request.agent_type, request.capability, request.include_offline)
         self._reply(conn, request.id, DiscoverResult(agents=agents))
+
+    def _tasks(self, conn: Peer, agent_id: str, request: TasksRequest) -> None:
+        self._registered(agent_id)
+        if self.task_queue is None:
+            raise RequestError("internal", "this router serves no A2A tasks")
+        self.task_queue.handle(Waiter(agent_id, conn, request.id), request, self._answer)
 
     # --- messages -------------------------------------------------------------
 

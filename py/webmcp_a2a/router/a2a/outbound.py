@@ -21,14 +21,17 @@ from typing import Any
 import httpx
 from a2a.client import A2AClientError, ClientConfig, create_client
 from a2a.helpers.proto_helpers import get_data_parts, get_text_parts, new_data_part, new_text_part
+from a2a.server.tasks.task_manager import append_artifact_to_task
 from a2a.types.a2a_pb2 import (
     AgentCard,
+    CancelTaskRequest,
     GetTaskRequest,
     Message,
     Part,
     Role,
     SendMessageRequest,
     StreamResponse,
+    Task,
     TaskState,
 )
 
@@ -38,6 +41,7 @@ from ..registry import Answer
 from ..remotes.cards import CardError, card_url, fetch_card, parse_card
 from ..remotes.catalog import Catalog
 from .bridge import Bridge
+from .tasks import outbound_context_for
 
 log = logging.getLogger("webmcp_a2a.router.a2a.outbound")
 
@@ -52,6 +56,7 @@ class Outbound:
 
     def __init__(self, bridge: Bridge, catalog: Catalog, fetch_timeout: float) -> None:
         self._bridge = bridge
+        self._tasks = bridge.tasks
         self._catalog = catalog
         self._http = httpx.AsyncClient(timeout=httpx.Timeout(fetch_timeout, read=None), follow_redirects=True)
         self._cards: dict[str, tuple[AgentCard, str | None, float]] = {}  # card URL -> card, ETag, fresh until
@@ -84,7 +89,8 @@ class Outbound:
             client = await create_client(card, ClientConfig(httpx_client=self._http, streaming=streaming))
             request = SendMessageRequest(message=_message(envelope))
             request.configuration.return_immediately = not streaming
-            async for update in self._updates(client, request, target, streaming):
+            async for event, update in self._updates(client, request, target, streaming):
+                await self._record(waiter.agent_id, target, event)
                 if not answered:
                     answered = True
                     answer(
@@ -108,22 +114,54 @@ class Outbound:
 
     async def _updates(
         self, client: Any, request: SendMessageRequest, target: str, streaming: bool
-    ) -> AsyncIterator[A2ARemoteUpdate]:
+    ) -> AsyncIterator[tuple[StreamResponse, A2ARemoteUpdate]]:
         last: A2ARemoteUpdate | None = None
         async for event in client.send_message(request):
             last = _update(target, event)
-            yield last
+            yield event, last
         if streaming or last is None or not last.task_id or last.state not in _OPEN:
             return
         delay = POLL_FIRST  # an agent that does not stream: ask again until the task moves past working
         while last.state in _OPEN:
             await asyncio.sleep(delay)
             delay = min(delay * 2, POLL_MAX)
-            task = await client.get_task(GetTaskRequest(id=last.task_id))
-            current = _update(target, StreamResponse(task=task))
+            event = StreamResponse(task=await client.get_task(GetTaskRequest(id=last.task_id)))
+            current = _update(target, event)
             if current.state != last.state:
-                yield current
+                yield event, current
             last = current
+
+    async def _record(self, sender: str, target: str, event: StreamResponse) -> None:
+        """Keep the sender's copy of the remote task up to date in the task store (``a2a_tasks``)."""
+        store, context = self._tasks.store, outbound_context_for(sender)
+        if event.HasField("task"):
+            store.note_remote(event.task.id, target, context)
+            await store.save(event.task, context)
+            return
+        if event.HasField("status_update"):
+            task = await store.get(event.status_update.task_id, context)
+            if task is not None:
+                if task.status.HasField("message"):
+                    task.history.append(task.status.message)
+                task.status.CopyFrom(event.status_update.status)
+                await store.save(task, context)
+        elif event.HasField("artifact_update"):
+            task = await store.get(event.artifact_update.task_id, context)
+            if task is not None:
+                append_artifact_to_task(task, event.artifact_update)
+                await store.save(task, context)
+
+    async def cancel(self, sender: str, task_id: str) -> Task:
+        """Cancel a task ``sender`` gave a remote agent, there; the remote's answer is recorded."""
+        context = outbound_context_for(sender)
+        target = self._tasks.store.remote_of(task_id, context)
+        if target is None:
+            raise CardError("invalid", f"no outbound task {task_id!r}")
+        card = await self._card(target)
+        client = await create_client(card, ClientConfig(httpx_client=self._http, streaming=False))
+        task = await client.cancel_task(CancelTaskRequest(id=task_id))
+        await self._tasks.store.save(task, context)
+        return task
 
     async def _forward(self, sender: str, update: A2ARemoteUpdate) -> None:
         await self._bridge.agent.send_message(
@@ -193,7 +231,7 @@ def _update(agent: str, event: StreamResponse) -> A2ARemoteUpdate:
         )
     else:
         task_id, context_id, status = event.task.id, event.task.context_id, event.task.status
-    state = _state(status.state)
+    state = task_state(status.state)
     final = state not in (*_OPEN, "input-required", "auth-required")
     return A2ARemoteUpdate(
         agent=agent, task_id=task_id, context_id=context_id, state=state, final=final,
@@ -201,7 +239,7 @@ def _update(agent: str, event: StreamResponse) -> A2ARemoteUpdate:
     )  # fmt: skip
 
 
-def _state(state: int) -> Any:
+def task_state(state: int) -> Any:
     """``TASK_STATE_INPUT_REQUIRED`` -> ``input-required``."""
     name = re.sub(r"^TASK_STATE_", "", TaskState.Name(state)).lower().replace("_", "-")
     return "unknown" if name == "unspecified" else name

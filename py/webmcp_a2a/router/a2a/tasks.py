@@ -46,6 +46,12 @@ CREATE TABLE IF NOT EXISTS a2a_tasks (
     PRIMARY KEY (owner, task_id)
 );
 CREATE INDEX IF NOT EXISTS a2a_tasks_by_update ON a2a_tasks (owner, timed DESC, updated_ns DESC, task_id DESC);
+CREATE TABLE IF NOT EXISTS a2a_remote_tasks (
+    owner TEXT NOT NULL,
+    task_id TEXT NOT NULL,
+    remote TEXT NOT NULL,  -- where the task runs: a registry id or the URL it was sent to
+    PRIMARY KEY (owner, task_id)
+);
 """
 FINAL = {
     TaskState.TASK_STATE_COMPLETED,
@@ -75,7 +81,13 @@ class AgentContextBuilder(DefaultServerCallContextBuilder):
 
 
 def context_for(agent_id: str) -> ServerCallContext:
+    """The store's view for ``agent_id``'s inbound tasks (those A2A clients gave it)."""
     return ServerCallContext(state={AGENT_KEY: agent_id})
+
+
+def outbound_context_for(agent_id: str) -> ServerCallContext:
+    """The store's view for the tasks ``agent_id`` gave remote agents (no agent id has a ':')."""
+    return ServerCallContext(state={AGENT_KEY: f"out:{agent_id}"})
 
 
 def _owner(context: ServerCallContext) -> str:
@@ -108,6 +120,16 @@ class SqliteTaskStore(TaskStore):
             "SELECT task FROM a2a_tasks WHERE owner = ? AND task_id = ?", (_owner(context), task_id)
         ).fetchone()
         return None if row is None else Task.FromString(row[0])
+
+    def note_remote(self, task_id: str, remote: str, context: ServerCallContext) -> None:
+        """Remember where an outbound task runs (to cancel it there)."""
+        self._db.execute("INSERT OR IGNORE INTO a2a_remote_tasks VALUES (?, ?, ?)", (_owner(context), task_id, remote))
+
+    def remote_of(self, task_id: str, context: ServerCallContext) -> str | None:
+        row = self._db.execute(
+            "SELECT remote FROM a2a_remote_tasks WHERE owner = ? AND task_id = ?", (_owner(context), task_id)
+        ).fetchone()
+        return None if row is None else str(row[0])
 
     async def delete(self, task_id: str, context: ServerCallContext) -> None:
         self._db.execute("DELETE FROM a2a_tasks WHERE owner = ? AND task_id = ?", (_owner(context), task_id))
