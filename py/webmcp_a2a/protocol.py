@@ -29,7 +29,7 @@ import time
 import uuid
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, model_validator
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationInfo, field_validator, model_validator
 
 PROTOCOL_VERSION = 1
 
@@ -258,17 +258,21 @@ class TasksArgs(_Model):
     action: Literal["list", "get", "cancel"] = Field(
         "list", description="list tasks; get one with its history and artifacts; cancel an outbound one"
     )
-    task_id: str | None = Field(None, min_length=1, max_length=128, description="The task, for get and cancel")
+    task_id: str | None = Field(
+        None, min_length=1, max_length=128, validate_default=True, description="The task, for get and cancel"
+    )
     direction: Literal["inbound", "outbound", "all"] = Field("all", description="Which tasks to list")
     state: TaskStateName | None = Field(None, description="Only tasks in this state")
     context_id: str | None = Field(None, min_length=1, max_length=128, description="Only tasks of this conversation")
     limit: int = Field(50, ge=1, le=100, description="List at most this many, most recently updated first")
 
-    @model_validator(mode="after")
-    def _needs_task(self) -> TasksArgs:
-        if self.action != "list" and self.task_id is None:
-            raise ValueError(f"task_id is required to {self.action} a task")
-        return self
+    @field_validator("task_id")
+    @classmethod
+    def _needs_task(cls, task_id: str | None, info: ValidationInfo) -> str | None:
+        action = info.data.get("action", "list")
+        if action != "list" and task_id is None:
+            raise ValueError(f"required to {action} a task")
+        return task_id
 
 
 class LockArgs(_Model):

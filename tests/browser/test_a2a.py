@@ -29,7 +29,7 @@ from a2a.types.a2a_pb2 import (
 )
 
 from tests.browser.conftest import READY_TIMEOUT_MS, wait_until
-from tests.conftest import free_port, sdk_agent, serving
+from tests.conftest import ROOT, free_port, sdk_agent, serving
 
 T = TypeVar("T")
 
@@ -273,3 +273,50 @@ def test_an_unreachable_remote_url_is_a_tool_error_naming_the_target(mesh, alice
     assert result["isError"] is True
     assert result["structuredContent"]["error"]["code"] == "remote_unreachable"
     assert result["structuredContent"]["error"]["field"] == "target_agent_id"
+
+
+@pytest.fixture(scope="module")
+def conversing_agent() -> Iterator[str]:
+    """An a2a-sdk server that asks a question ("ask ...") or works until cancelled ("wait ...")."""
+    with sdk_agent(script=ROOT / "tests" / "servers" / "a2a_remote_agent.py") as url:
+        yield url
+
+
+def remote_updates(mesh, page, task_id: str, until: Callable[[dict[str, Any]], bool]) -> list[dict[str, Any]]:
+    """The remote task's updates from the page's inbox, up to the first that ``until`` accepts."""
+    seen: list[dict[str, Any]] = []
+    while not seen or not until(seen[-1]):
+        got = mesh.call(page, "a2a_inbox", {"wait_seconds": 10, "correlation_id": task_id, "max_messages": 1})
+        assert got["structuredContent"]["messages"], seen
+        seen.append(got["structuredContent"]["messages"][0]["payload"]["a2a_remote"])
+    return seen
+
+
+def send_remote(mesh, page, target: str, **payload: str) -> dict[str, Any]:
+    arguments = {"target_agent_id": target, "message_type": "task_request", "payload": payload}
+    sent: dict[str, Any] = mesh.call(page, "a2a_send_message", arguments)["structuredContent"]
+    assert sent["delivered"] is True, sent
+    return sent
+
+
+def test_a_page_answers_a_remote_agents_question_in_the_same_task(mesh, alice, conversing_agent):
+    asked = send_remote(mesh, alice, conversing_agent, text=f"ask {uuid.uuid4()}")
+    question = remote_updates(mesh, alice, asked["remote_task_id"], lambda u: u["state"] == "input-required")[-1]
+    assert question["text"] == "which city?"
+    send_remote(
+        mesh, alice, conversing_agent, text="Oslo", context_id=question["context_id"], task_id=question["task_id"]
+    )
+    answer = remote_updates(mesh, alice, asked["remote_task_id"], lambda u: u["final"])[-1]
+    assert (answer["state"], answer["text"]) == ("completed", "weather in Oslo: sunny")
+
+
+def test_a_page_cancels_its_remote_task_with_a2a_tasks(mesh, alice, conversing_agent):
+    started = send_remote(mesh, alice, conversing_agent, text=f"wait {uuid.uuid4()}")
+    task_id = started["remote_task_id"]
+    remote_updates(mesh, alice, task_id, lambda u: u["state"] == "working")
+    listed = mesh.call(alice, "a2a_tasks", {"direction": "outbound", "state": "working"})["structuredContent"]
+    assert task_id in {task["task_id"] for task in listed["tasks"]}
+    cancelled = mesh.call(alice, "a2a_tasks", {"action": "cancel", "task_id": task_id})["structuredContent"]
+    assert cancelled["tasks"][0]["state"] == "canceled"
+    missing = mesh.call(alice, "a2a_tasks", {"action": "get"})
+    assert (missing["isError"], missing["structuredContent"]["error"]["field"]) == (True, "task_id")
