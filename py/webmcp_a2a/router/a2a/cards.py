@@ -90,7 +90,8 @@ def hub_card(records: list[AgentRecord], base_url: str, settings: RouterSettings
         description=(
             "A router of a webmcp-a2a mesh. Every agent of the mesh is an A2A agent at /agents/ID "
             "(its card at /agents/ID/.well-known/agent-card.json); the skills below list them. "
-            "Send the hub any message and it answers with the directory."
+            "Send the hub any message and it answers with the directory. Remote A2A agents are kept in the "
+            "registry at /registry (JSON: POST a card_url to register, GET ?q=&skill=&tag=&capability= to search)."
         ),
         version=VERSION,
         supported_interfaces=[
