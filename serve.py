@@ -99,6 +99,11 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         help="forget AGENT_ID's owner, kept messages and subscriptions in --store (with the router stopped), then exit",
     )
     parser.add_argument(
+        "--hub-name",
+        help="this router's name among federated hubs: another hub that registers this one reaches agent X "
+        "as X@NAME (default: hub-PORT)",
+    )
+    parser.add_argument(
         "--ws-deflate",
         action="store_true",
         help="offer per-message compression (off by default: costs CPU and ~41 KB per connection)",
@@ -129,6 +134,7 @@ def settings_of(args: argparse.Namespace) -> RouterSettings:
         signing=args.signing,
         signing_keys=json.loads(args.signing_keys.read_text()) if args.signing_keys else {},
         require_signatures=args.require_signatures,
+        hub_name=args.hub_name or f"hub-{args.port}",
         **{name: getattr(args, name) for name in SETTING_FLAGS.values()},
     )
 

@@ -21,6 +21,13 @@ class RouterSettings(BaseModel):
         300.0, gt=0, description="Seconds an A2A task waits for its agent's next answer before it fails"
     )
 
+    hub_name: str = Field(
+        "hub",
+        min_length=1,
+        max_length=64,
+        pattern=r"^[A-Za-z0-9_.-]+$",
+        description="This router's name among federated hubs: its agents are NAME's agents elsewhere (id@NAME)",
+    )
     registry_health_interval: float = Field(
         60.0, gt=0, description="Seconds between health checks of the registered remote agents' cards"
     )

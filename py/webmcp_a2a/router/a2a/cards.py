@@ -12,6 +12,7 @@ from datetime import UTC, datetime
 from a2a.types.a2a_pb2 import (
     AgentCapabilities,
     AgentCard,
+    AgentExtension,
     AgentInterface,
     AgentSkill,
     HTTPAuthSecurityScheme,
@@ -21,9 +22,11 @@ from a2a.types.a2a_pb2 import (
 )
 
 from ..registry import AgentRecord
+from ..remotes.cards import HUB_EXTENSION
 from ..settings import RouterSettings
 
 VERSION = "1"
+
 MODES = ["text/plain", "application/json"]
 
 
@@ -98,7 +101,18 @@ def hub_card(records: list[AgentRecord], base_url: str, settings: RouterSettings
             AgentInterface(url=root, protocol_binding="JSONRPC", protocol_version="1.0"),
             AgentInterface(url=root, protocol_binding="JSONRPC", protocol_version="0.3"),
         ],
-        capabilities=AgentCapabilities(streaming=False, extended_agent_card=bool(settings.join_tokens)),
+        capabilities=AgentCapabilities(
+            streaming=False,
+            extended_agent_card=bool(settings.join_tokens),
+            extensions=[
+                AgentExtension(
+                    uri=HUB_EXTENSION,
+                    description="A webmcp-a2a hub: its agents (the skills) are at /agents/ID; a hub that "
+                    "registers this card reaches them as ID@HUB",
+                    params={"hub": settings.hub_name},
+                )
+            ],
+        ),
         default_input_modes=MODES,
         default_output_modes=MODES,
         skills=[

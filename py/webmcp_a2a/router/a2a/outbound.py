@@ -63,7 +63,11 @@ class Outbound:
         self._running: set[asyncio.Task[None]] = set()
 
     def handles(self, target: str) -> bool:
-        return target.startswith(("http://", "https://")) or target in self._catalog
+        return (
+            target.startswith(("http://", "https://"))
+            or target in self._catalog
+            or self._catalog.hub_agent(target) is not None
+        )
 
     def send(self, waiter: Waiter, envelope: Envelope, answer: Answer) -> None:
         task = asyncio.create_task(self._run(waiter, envelope, answer))
@@ -177,7 +181,8 @@ class Outbound:
         registered = self._catalog.get(target)
         if registered is not None:
             return parse_card(registered.card)
-        url = card_url(target)
+        member = self._catalog.hub_agent(target)  # ID@HUB: the agent's card on its hub
+        url = card_url(member.url if member is not None else target)
         cached = self._cards.get(url)
         if cached is not None and cached[2] > time.monotonic():
             return cached[0]

@@ -21,6 +21,8 @@ from a2a.types.a2a_pb2 import AgentCard
 from a2a.utils.constants import AGENT_CARD_WELL_KNOWN_PATH
 from google.protobuf.json_format import ParseError  # type: ignore[import-untyped]
 
+HUB_EXTENSION = "urn:webmcp-a2a:hub:v1"  # marks a webmcp-a2a hub's card; params {"hub": its name}
+
 
 class CardError(Exception):
     """The card could not be had: ``kind`` is ``unreachable``, ``refused`` (HTTP 401/403) or ``invalid``."""
@@ -94,3 +96,11 @@ def _max_age(cache_control: str) -> float:
         if name == "max-age" and value.strip('"').isdigit():
             return float(value.strip('"'))
     return 0.0
+
+
+def hub_name(card: AgentCard) -> str | None:
+    """The hub's own name, when ``card`` is a webmcp-a2a hub's (it carries the hub extension)."""
+    for extension in card.capabilities.extensions:
+        if extension.uri == HUB_EXTENSION:
+            return str(extension.params["hub"]) if "hub" in extension.params else card.name
+    return None

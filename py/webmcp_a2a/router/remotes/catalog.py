@@ -12,13 +12,14 @@ import re
 import sqlite3
 import time
 from collections.abc import Iterator
+from dataclasses import dataclass
 from typing import Annotated, Any, Literal
 
 from a2a.types.a2a_pb2 import AgentCard
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from ...protocol import AgentId
-from .cards import parse_card
+from .cards import hub_name, parse_card
 
 Tag = Annotated[str, Field(min_length=1, max_length=64)]
 
@@ -61,6 +62,27 @@ class RemoteAgent(BaseModel):
     def online(self) -> bool:
         return self.health.status != "failing"
 
+    @property
+    def hub(self) -> str | None:
+        """The hub's own name, when this is a webmcp-a2a hub's card."""
+        return hub_name(self.parsed)
+
+    def hub_agents(self) -> list[HubAgent]:
+        """A hub's agents, as its card lists them (a skill each: tags = type, status, capabilities)."""
+        if self.hub is None:
+            return []
+        root = self.parsed.supported_interfaces[0].url.rstrip("/")
+        return [
+            HubAgent(
+                agent_id=f"{skill.id}@{self.id}",
+                agent_type=skill.tags[0] if skill.tags else "agent",
+                status=skill.tags[1] if len(skill.tags) > 1 and self.online else "offline",
+                capabilities=list(skill.tags[2:]),
+                url=f"{root}/agents/{skill.id}",
+            )
+            for skill in self.parsed.skills
+        ]
+
     def words(self) -> str:
         """Everything a text search looks through, lower-cased."""
         card = self.parsed
@@ -80,6 +102,17 @@ class RemoteAgent(BaseModel):
             and (tag is None or tag in self.tags or any(tag in s.tags for s in card.skills))
             and (capability is None or _declares(card, capability) or capability in self.skill_ids())
         )
+
+
+@dataclass(frozen=True)
+class HubAgent:
+    """An agent of a federated hub, as this router addresses it: ``ID@HUB``."""
+
+    agent_id: str
+    agent_type: str
+    status: str
+    capabilities: list[str]
+    url: str  # its A2A endpoint on its hub; the card is under it
 
 
 class RegisterRequest(BaseModel):
@@ -151,6 +184,14 @@ class Catalog:
     def delete(self, agent_id: str) -> bool:
         self._db.execute("DELETE FROM remote_agents WHERE agent_id = ?", (agent_id,))
         return self._agents.pop(agent_id, None) is not None
+
+    def hub_agent(self, target: str) -> HubAgent | None:
+        """``ID@HUB`` for a registered hub HUB that lists ID."""
+        _, at, hub = target.rpartition("@")
+        registered = self._agents.get(hub) if at else None
+        if registered is None:
+            return None
+        return next((agent for agent in registered.hub_agents() if agent.agent_id == target), None)
 
     def search(self, **criteria: str | None) -> list[RemoteAgent]:
         return [agent for agent in self._agents.values() if agent.matches(**criteria)]

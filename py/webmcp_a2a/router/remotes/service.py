@@ -11,7 +11,7 @@ import time
 import httpx
 
 from ...protocol import AgentInfo
-from .cards import CardError, card_url, fetch_card
+from .cards import CardError, card_url, fetch_card, hub_name
 from .catalog import Catalog, RegisterRequest, RemoteAgent, UpdateRequest, id_from_name
 
 log = logging.getLogger("webmcp_a2a.router.remotes")
@@ -57,7 +57,7 @@ class Remotes:
             raise RegistryError(502 if error.kind == "unreachable" else 422, str(error), "card_url") from error
         assert fetched.card is not None  # no etag was sent: never "not modified"
         assert fetched.data is not None
-        agent_id = request.id or id_from_name(fetched.card.name)
+        agent_id = request.id or hub_name(fetched.card) or id_from_name(fetched.card.name)
         if agent_id in taken or agent_id in self.catalog:
             raise RegistryError(409, f"the id {agent_id!r} is taken in this mesh; give another with 'id'", "id")
         agent = RemoteAgent(
@@ -106,9 +106,26 @@ class Remotes:
 
     def discover(self, agent_type: str | None, capability: str | None, include_offline: bool) -> list[AgentInfo]:
         """Remote agents as ``a2a_discover`` lists them: type ``remote``, skills as capabilities."""
+        found = [
+            AgentInfo(
+                agent_id=member.agent_id,
+                agent_type=member.agent_type,
+                capabilities=member.capabilities,
+                region=None,
+                status="offline" if member.status == "offline" else "busy" if member.status == "busy" else "online",
+                last_seen=agent.health.checked_at or agent.registered_at,
+                remote=True,
+                url=f"{member.url}/.well-known/agent-card.json",
+            )
+            for agent in self.catalog
+            for member in agent.hub_agents()
+            if (include_offline or member.status != "offline")
+            and agent_type in (None, member.agent_type)
+            and capability in (None, *member.capabilities)
+        ]
         if agent_type not in (None, REMOTE_TYPE):
-            return []
-        return [
+            return found
+        return found + [
             AgentInfo(
                 agent_id=agent.id,
                 agent_type=REMOTE_TYPE,

@@ -1,0 +1,107 @@
+"""Two hubs, one mesh: a router that registers another hub's card reaches that hub's agents as ID@HUB.
+Two real ``serve.py`` processes on loopback, agents on each."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+
+import httpx
+import pytest
+
+from tests.conftest import free_port, serving
+from webmcp_a2a.client.agent import Agent, RouterError
+from webmcp_a2a.client.cpython import connect
+from webmcp_a2a.protocol import A2A_REMOTE_KEY, A2ARemoteUpdate, DiscoverArgs, Hello, InboxArgs, SendMessageArgs
+
+
+async def answer_as(name: str, task) -> None:
+    await task.complete(f"{name} did: {task.text}")
+
+
+async def join(url: str, agent_id: str) -> Agent:
+    hello = Hello(agent_id=agent_id, agent_type="executor", capabilities=["chores"])
+    agent = await connect(url.replace("http", "ws") + "/a2a", hello, reconnect=False)
+    agent.on_task(lambda task: answer_as(agent_id, task))
+    return agent
+
+
+async def register(hub: str, card_url: str) -> dict:
+    async with httpx.AsyncClient(timeout=15) as http:
+        answer = await http.post(f"{hub}/registry", json={"card_url": card_url})
+    assert answer.status_code == 201, answer.text
+    return dict(answer.json())
+
+
+async def final_answer(agent: Agent, task_id: str) -> A2ARemoteUpdate:
+    while True:
+        got = await agent.inbox(InboxArgs(wait_seconds=10, correlation_id=task_id, max_messages=1))
+        assert got.messages, f"no answer for {task_id}"
+        update = A2ARemoteUpdate.model_validate(got.messages[0].payload[A2A_REMOTE_KEY])
+        if update.final:
+            return update
+
+
+@pytest.fixture
+async def hubs() -> AsyncIterator[tuple[str, str]]:
+    with serving("--hub-name", "hub-a") as a, serving("--hub-name", "hub-b") as b:
+        yield a, b
+
+
+async def test_a_registered_hubs_agents_are_listed_as_id_at_hub(hubs):
+    a, b = hubs
+    alice = await join(a, "alice")
+    bob = await join(b, "bob")
+    try:
+        registered = await register(b, a)
+        assert registered["id"] == "hub-a"  # the hub's own name
+        found = {info.agent_id: info for info in (await bob.discover(DiscoverArgs())).agents}
+        assert (found["alice@hub-a"].agent_type, found["alice@hub-a"].status) == ("executor", "online")
+        assert found["alice@hub-a"].capabilities == ["chores"]
+        assert found["alice@hub-a"].url == f"{a}/agents/alice/.well-known/agent-card.json"
+        assert "bob@hub-b" not in found  # a hub lists its own agents only: nothing comes back round
+    finally:
+        alice.close()
+        bob.close()
+
+
+async def test_tasks_cross_the_link_both_ways(hubs):
+    a, b = hubs
+    alice = await join(a, "alice")
+    bob = await join(b, "bob")
+    try:
+        await register(b, a)
+        await register(a, b)
+        to_alice = await bob.send_message(
+            SendMessageArgs(target_agent_id="alice@hub-a", message_type="task_request", payload={"text": "dishes"})
+        )
+        assert (await final_answer(bob, to_alice.remote_task_id or "")).text == "alice did: dishes"
+        to_bob = await alice.send_message(
+            SendMessageArgs(target_agent_id="bob@hub-b", message_type="task_request", payload={"text": "laundry"})
+        )
+        assert (await final_answer(alice, to_bob.remote_task_id or "")).text == "bob did: laundry"
+    finally:
+        alice.close()
+        bob.close()
+
+
+async def test_a_hub_that_goes_away_marks_its_agents_offline_and_sends_fail():
+    port = free_port()
+    with serving("--hub-name", "hub-b") as b:
+        bob = await join(b, "bob")
+        try:
+            with serving("--hub-name", "hub-a", port=port) as a:
+                alice = await join(a, "alice")
+                await register(b, a)
+                alice.close()
+            async with httpx.AsyncClient(timeout=15) as http:
+                assert (await http.post(f"{b}/registry/hub-a/check")).json()["health"]["status"] == "failing"
+            found = {info.agent_id: info for info in (await bob.discover(DiscoverArgs(include_offline=True))).agents}
+            assert found["alice@hub-a"].status == "offline"
+            assert "alice@hub-a" not in {info.agent_id for info in (await bob.discover(DiscoverArgs())).agents}
+            with pytest.raises(RouterError) as failure:
+                await bob.send_message(
+                    SendMessageArgs(target_agent_id="alice@hub-a", message_type="task_request", payload={"text": "?"})
+                )
+            assert failure.value.info.code == "remote_unreachable"
+        finally:
+            bob.close()
