@@ -852,3 +852,21 @@ class A2ARemoteUpdate(_Model):
     data: list[dict[str, Any]] = Field(default_factory=list, description="The update's data parts")
     artifact_name: str | None = Field(None, description="Set when the parts are an artifact of this name")
     final: bool = Field(False, description="No more updates will come for this task")
+
+
+# --- federated hubs ---------------------------------------------------------------------------
+# A direct message from an agent of hub B to ID@A travels as an A2A message to A's /agents/ID whose
+# metadata carries {"webmcp_a2a_envelope": FederatedEnvelope}, with B's key for A in the header
+# HUB_KEY_HEADER. A checks the key against what it expects from B, delivers the envelope from
+# SENDER@B, and completes the A2A task with a data part holding the SendResult.
+
+FEDERATED_ENVELOPE_KEY = "webmcp_a2a_envelope"
+HUB_KEY_HEADER = "X-A2A-Hub-Key"
+
+
+class FederatedEnvelope(_Model):
+    from_agent: str = Field(min_length=3, max_length=256, pattern=r"^[A-Za-z0-9_.-]+@[A-Za-z0-9_.-]+$")
+    message_type: MessageKind
+    payload: dict[str, Any] = Field(default_factory=dict)
+    correlation_id: str | None = Field(None, max_length=128)
+    priority: Priority = PRIORITY_NORMAL

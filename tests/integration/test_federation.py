@@ -105,3 +105,64 @@ async def test_a_hub_that_goes_away_marks_its_agents_offline_and_sends_fail():
             assert failure.value.info.code == "remote_unreachable"
         finally:
             bob.close()
+
+
+KEY_A, KEY_B = "key-that-b-shows-a-0123", "key-that-a-shows-b-0123"
+
+
+async def federate(a: str, b: str, key_a: str = KEY_A, key_b: str = KEY_B, trust: str = "api-key") -> None:
+    """Each hub registers the other: what it presents there, and what it expects from it."""
+    async with httpx.AsyncClient(timeout=15) as http:
+        for here, there, send, accept in ((b, a, key_a, KEY_B), (a, b, key_b, KEY_A)):
+            body = {"card_url": there, "trust": trust}
+            if trust == "api-key":
+                body |= {"send_key": send, "accept_key": accept}
+            answer = await http.post(f"{here}/registry", json=body)
+            assert answer.status_code == 201, answer.text
+            assert "send_key" not in answer.json()  # keys are never shown
+
+
+def note(target: str, text: str) -> SendMessageArgs:
+    return SendMessageArgs(target_agent_id=target, message_type="notification", payload={"text": text})
+
+
+async def test_direct_messages_cross_under_api_key_from_their_true_sender(hubs):
+    a, b = hubs
+    alice, bob = await join(a, "alice"), await join(b, "bob")
+    try:
+        await federate(a, b)
+        sent = await bob.send_message(note("alice@hub-a", "hi alice"))
+        assert (sent.delivered, sent.target_status) == (True, "online")
+        (got,) = (await alice.inbox(InboxArgs(wait_seconds=5))).messages
+        assert (got.from_agent, got.message_type, got.payload) == ("bob@hub-b", "notification", {"text": "hi alice"})
+        back = await alice.send_message(note(got.from_agent or "", "hi bob"))  # a reply goes back the same way
+        assert back.delivered is True
+        (reply,) = (await bob.inbox(InboxArgs(wait_seconds=5))).messages
+        assert (reply.from_agent, reply.payload) == ("alice@hub-a", {"text": "hi bob"})
+    finally:
+        alice.close()
+        bob.close()
+
+
+@pytest.mark.parametrize(
+    ("trust", "key_a"), [("none", KEY_A), ("api-key", "a-wrong-key-0123456789")], ids=["tier-none", "wrong-key"]
+)
+async def test_direct_messages_are_refused_under_none_or_with_a_wrong_key(hubs, trust, key_a):
+    a, b = hubs
+    alice, bob = await join(a, "alice"), await join(b, "bob")
+    try:
+        await federate(a, b, key_a=key_a, trust=trust)
+        with pytest.raises(RouterError) as refused:
+            await bob.send_message(note("alice@hub-a", "let me in"))
+        assert (refused.value.info.code, refused.value.info.field) == ("remote_refused", "target_agent_id")
+        assert (await alice.inbox(InboxArgs(wait_seconds=0.5))).messages == []
+    finally:
+        alice.close()
+        bob.close()
+
+
+async def test_a_registration_under_api_key_needs_a_key(hubs):
+    a, b = hubs
+    async with httpx.AsyncClient(timeout=15) as http:
+        answer = await http.post(f"{b}/registry", json={"card_url": a, "trust": "api-key"})
+    assert (answer.status_code, answer.json()["field"]) == (422, "accept_key")

@@ -218,6 +218,10 @@ class Agent:
             metadata={"correlation_id": args.correlation_id},
             expires_at=time.time() + args.ttl_seconds if args.ttl_seconds else None,
         )
+        return await self.send_envelope(envelope)
+
+    async def send_envelope(self, envelope: Envelope) -> SendResult:
+        """Send an envelope as it is (the router still stamps and checks its sender)."""
         return SendResult.model_validate(await self._request(SendRequest(id=0, envelope=envelope), durable=True))
 
     async def broadcast(self, args: BroadcastArgs) -> FanoutResult:

@@ -126,7 +126,8 @@ def create_app(
     settings = router.settings
     remotes = Remotes(settings.store_path, settings.registry_health_interval, settings.registry_fetch_timeout)
     router.remotes = remotes
-    outbound = Outbound(a2a.bridge, remotes.catalog, settings.registry_fetch_timeout)
+    outbound = Outbound(a2a.bridge, remotes.catalog, settings.registry_fetch_timeout, settings.hub_name)
+    a2a.bridge.refuses = remotes.refuses
     router.outbound = outbound
     router.task_queue = TaskBook(a2a.tasks, outbound)
 

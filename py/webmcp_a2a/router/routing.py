@@ -294,7 +294,8 @@ class Router:
 
     def _stamp(self, conn: Peer, agent_id: str, ref: int, envelope: Envelope) -> bool:
         """Set the true sender; False when the envelope is a resend already in flight (now answered to ``ref``)."""
-        if envelope.from_agent is not None and envelope.from_agent != agent_id:
+        speaks_for_hub = conn.internal and envelope.from_agent is not None and "@" in envelope.from_agent
+        if envelope.from_agent is not None and envelope.from_agent != agent_id and not speaks_for_hub:
             raise RequestError(
                 "spoofed_sender",
                 f"from_agent {envelope.from_agent!r} is not this connection's agent {agent_id!r}",
@@ -309,7 +310,8 @@ class Router:
             # The sender reconnected and resent from its outbox: answer the new request.
             in_flight.sender, in_flight.ref = conn, ref
             return False
-        envelope.from_agent = agent_id
+        if not speaks_for_hub:  # the bridge delivers a federated hub's message from its true sender
+            envelope.from_agent = agent_id
         if self.signer.enabled:  # nothing to look up on the hot path when the router does not sign
             target = self.registry.get(envelope.to_agent)
             self.signer.check(envelope, agent_id, recipient_requires=target is not None and target.requires_signatures)

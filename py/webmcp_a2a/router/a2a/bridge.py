@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from a2a.helpers.proto_helpers import (
@@ -28,6 +29,8 @@ from a2a.server.agent_execution import AgentExecutor, RequestContext
 from a2a.server.events import EventQueue
 from a2a.server.tasks import TaskUpdater
 from a2a.types.a2a_pb2 import Part
+from google.protobuf.json_format import MessageToDict  # type: ignore[import-untyped]
+from pydantic import ValidationError
 
 from ...client.agent import Agent
 from ...protocol import (
@@ -35,14 +38,17 @@ from ...protocol import (
     A2A_CANCEL_KEY,
     A2A_REPLY_KEY,
     A2A_TASK_KEY,
+    FEDERATED_ENVELOPE_KEY,
     A2AReply,
     A2ATask,
+    Envelope,
+    FederatedEnvelope,
     Hello,
     ReceivedMessage,
     SendMessageArgs,
 )
 from ..connection import CONTROL_PRIORITY, DropCallback
-from .tasks import STATES, TaskStores
+from .tasks import HUB_KEY, STATES, TaskStores
 
 if TYPE_CHECKING:
     from ..limits import RateLimit
@@ -107,6 +113,9 @@ class Bridge:
         self._late: set[asyncio.Task[None]] = set()  # late answers being written to the task store
         self._link: InProcessLink | None = None
         self.agent.on_message(self._received)
+        # Whether direct messages from hub H, presenting key K, are refused (why) or taken (None);
+        # without a registry of hubs, every one is refused.
+        self.refuses: Callable[[str, str | None], str | None] = lambda hub, key: "this router federates with no hub"
 
     async def start(self) -> None:
         self._link = InProcessLink(self.router, self.agent)
@@ -165,6 +174,10 @@ class MeshExecutor(AgentExecutor):
         if context.current_task is None:
             await event_queue.enqueue_event(task)
         updater = TaskUpdater(event_queue, task.id, task.context_id)
+        federated = message.metadata.fields.get(FEDERATED_ENVELOPE_KEY)
+        if federated is not None:
+            await self._deliver_federated(federated, context, updater)
+            return
         answers = self.bridge.expect(task.id)
         try:
             payload = A2ATask(
@@ -197,6 +210,31 @@ class MeshExecutor(AgentExecutor):
                     return
         finally:
             self.bridge.forget(task.id)
+
+    async def _deliver_federated(self, federated: Any, context: RequestContext, updater: TaskUpdater) -> None:
+        """A direct message from an agent of a federated hub: checked against that hub's trust, then
+        delivered from ``SENDER@HUB``; the task completes with the delivery's :class:`SendResult`."""
+        try:
+            carried = FederatedEnvelope.model_validate(MessageToDict(federated.struct_value))
+        except ValidationError as error:
+            await updater.reject(updater.new_agent_message([new_text_part(f"not a federated envelope: {error}")]))
+            return
+        presented = context.call_context.state.get(HUB_KEY) if context.call_context else None
+        refusal = self.bridge.refuses(carried.from_agent.rpartition("@")[2], presented)
+        if refusal is not None:
+            await updater.reject(updater.new_agent_message([new_text_part(refusal)]))
+            return
+        sent = await self.bridge.agent.send_envelope(
+            Envelope(
+                from_agent=carried.from_agent,
+                to_agent=self.agent_id,
+                message_type=carried.message_type,
+                payload=carried.payload,
+                priority=carried.priority,
+                metadata={"correlation_id": carried.correlation_id},
+            )
+        )
+        await updater.complete(updater.new_agent_message([new_data_part(sent.model_dump(mode="json"))]))
 
     async def cancel(self, context: RequestContext, event_queue: EventQueue) -> None:
         """The client cancelled: the task ends ``canceled``, and the agent hears of it."""

@@ -15,12 +15,14 @@ from a2a.types.a2a_pb2 import (
     AgentExtension,
     AgentInterface,
     AgentSkill,
+    APIKeySecurityScheme,
     HTTPAuthSecurityScheme,
     SecurityRequirement,
     SecurityScheme,
     StringList,
 )
 
+from ...protocol import HUB_KEY_HEADER
 from ..registry import AgentRecord
 from ..remotes.cards import HUB_EXTENSION
 from ..settings import RouterSettings
@@ -130,7 +132,17 @@ def hub_card(records: list[AgentRecord], base_url: str, settings: RouterSettings
 
 
 def _declare_security(card: AgentCard, settings: RouterSettings) -> None:
-    """The router's join token, when it has one, is a bearer token on every A2A request."""
+    """The router's join token, when it has one, is a bearer token on every A2A request. A federated
+    hub's key (trust tier api-key) goes in its own header: declared, and required of hubs only."""
+    card.security_schemes["hubKey"].CopyFrom(
+        SecurityScheme(
+            api_key_security_scheme=APIKeySecurityScheme(
+                location="header",
+                name=HUB_KEY_HEADER,
+                description="Federated hubs: the key this router expects from the sending hub (trust tier api-key)",
+            )
+        )
+    )
     if settings.join_tokens:
         card.security_schemes["joinToken"].CopyFrom(
             SecurityScheme(

@@ -20,6 +20,7 @@ from typing import Any
 
 import httpx
 from a2a.client import A2AClientError, ClientConfig, create_client
+from a2a.client.client import ClientCallContext
 from a2a.helpers.proto_helpers import get_data_parts, get_text_parts, new_data_part, new_text_part
 from a2a.server.tasks.task_manager import append_artifact_to_task
 from a2a.types.a2a_pb2 import (
@@ -35,7 +36,17 @@ from a2a.types.a2a_pb2 import (
     TaskState,
 )
 
-from ...protocol import A2A_REMOTE_KEY, A2ARemoteUpdate, Envelope, ErrorInfo, SendMessageArgs, SendResult
+from ...protocol import (
+    A2A_REMOTE_KEY,
+    FEDERATED_ENVELOPE_KEY,
+    HUB_KEY_HEADER,
+    A2ARemoteUpdate,
+    Envelope,
+    ErrorInfo,
+    FederatedEnvelope,
+    SendMessageArgs,
+    SendResult,
+)
 from ..coordination import Waiter
 from ..registry import Answer
 from ..remotes.cards import CardError, card_url, fetch_card, parse_card
@@ -54,8 +65,9 @@ _CODES = {"unreachable": "remote_unreachable", "invalid": "remote_invalid", "ref
 class Outbound:
     """Sends the mesh's messages to remote A2A agents and brings their tasks' updates back."""
 
-    def __init__(self, bridge: Bridge, catalog: Catalog, fetch_timeout: float) -> None:
+    def __init__(self, bridge: Bridge, catalog: Catalog, fetch_timeout: float, hub_name: str) -> None:
         self._bridge = bridge
+        self._hub_name = hub_name
         self._tasks = bridge.tasks
         self._catalog = catalog
         self._http = httpx.AsyncClient(timeout=httpx.Timeout(fetch_timeout, read=None), follow_redirects=True)
@@ -87,13 +99,20 @@ class Outbound:
         except CardError as error:
             answer(waiter, ErrorInfo(code=_CODES[error.kind], message=str(error), field="target_agent_id"))
             return
+        record = self._catalog.record_for(target)
+        call = ClientCallContext(
+            service_parameters={HUB_KEY_HEADER: record.send_key} if record is not None and record.send_key else None
+        )
+        if envelope.message_type != "task_request" and self._catalog.hub_agent(target) is not None:
+            await self._relay(waiter, envelope, card, call, answer)
+            return
         streaming = card.capabilities.streaming
         answered = False
         try:
             client = await create_client(card, ClientConfig(httpx_client=self._http, streaming=streaming))
             request = SendMessageRequest(message=_message(envelope))
             request.configuration.return_immediately = not streaming
-            async for event, update in self._updates(client, request, target, streaming):
+            async for event, update in self._updates(client, request, target, streaming, call):
                 await self._record(waiter.agent_id, target, event)
                 if not answered:
                     answered = True
@@ -117,10 +136,10 @@ class Outbound:
                 log.info("the task at %s ended in an error: %s", target, message)
 
     async def _updates(
-        self, client: Any, request: SendMessageRequest, target: str, streaming: bool
+        self, client: Any, request: SendMessageRequest, target: str, streaming: bool, call: ClientCallContext
     ) -> AsyncIterator[tuple[StreamResponse, A2ARemoteUpdate]]:
         last: A2ARemoteUpdate | None = None
-        async for event in client.send_message(request):
+        async for event in client.send_message(request, context=call):
             last = _update(target, event)
             yield event, last
         if streaming or last is None or not last.task_id or last.state not in _OPEN:
@@ -129,11 +148,42 @@ class Outbound:
         while last.state in _OPEN:
             await asyncio.sleep(delay)
             delay = min(delay * 2, POLL_MAX)
-            event = StreamResponse(task=await client.get_task(GetTaskRequest(id=last.task_id)))
+            event = StreamResponse(task=await client.get_task(GetTaskRequest(id=last.task_id), context=call))
             current = _update(target, event)
             if current.state != last.state:
                 yield event, current
             last = current
+
+    async def _relay(
+        self, waiter: Waiter, envelope: Envelope, card: AgentCard, call: ClientCallContext, answer: Answer
+    ) -> None:
+        """A direct message to ``ID@HUB``: the envelope crosses to the hub inside an A2A message, the
+        hub delivers it from ``SENDER@US``; its delivery result is the send's result."""
+        carried = FederatedEnvelope(
+            from_agent=f"{waiter.agent_id}@{self._hub_name}",
+            message_type=envelope.message_type,
+            payload=envelope.payload,
+            correlation_id=envelope.metadata.correlation_id,
+            priority=envelope.priority,
+        )
+        message = Message(role=Role.ROLE_USER, message_id=envelope.message_id, parts=[new_data_part(envelope.payload)])
+        message.metadata.update({FEDERATED_ENVELOPE_KEY: carried.model_dump(mode="json")})
+        try:
+            client = await create_client(card, ClientConfig(httpx_client=self._http, streaming=False))
+            (event,) = [event async for event in client.send_message(SendMessageRequest(message=message), context=call)]
+        except (A2AClientError, httpx.HTTPError, ValueError) as error:
+            code = "remote_unreachable" if isinstance(error, httpx.TransportError) else "remote_refused"
+            answer(waiter, ErrorInfo(code=code, message=f"{envelope.to_agent}: {error}", field="target_agent_id"))
+            return
+        status = event.task.status
+        if status.state != TaskState.TASK_STATE_COMPLETED:
+            why = "\n".join(get_text_parts(list(status.message.parts))) or task_state(status.state)
+            answer(
+                waiter, ErrorInfo(code="remote_refused", message=f"{envelope.to_agent}: {why}", field="target_agent_id")
+            )
+            return
+        (result,) = get_data_parts(list(status.message.parts))
+        answer(waiter, SendResult.model_validate({**result, "message_id": envelope.message_id}))
 
     async def _record(self, sender: str, target: str, event: StreamResponse) -> None:
         """Keep the sender's copy of the remote task up to date in the task store (``a2a_tasks``)."""

@@ -32,7 +32,7 @@ from a2a.utils.errors import InvalidParamsError
 from a2a.utils.task import ListTasksCursor, decode_list_tasks_cursor, decode_page_token, encode_list_tasks_cursor
 from starlette.requests import Request
 
-from ...protocol import A2AReply
+from ...protocol import HUB_KEY_HEADER, A2AReply
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS a2a_tasks (
@@ -69,6 +69,7 @@ STATES = {
 
 
 AGENT_KEY = "webmcp_a2a.agent_id"
+HUB_KEY = "webmcp_a2a.hub_key"  # the key a federated hub presented (HUB_KEY_HEADER), if any
 
 
 class AgentContextBuilder(DefaultServerCallContextBuilder):
@@ -77,6 +78,7 @@ class AgentContextBuilder(DefaultServerCallContextBuilder):
     def build(self, request: Request) -> ServerCallContext:
         context = super().build(request)
         context.state[AGENT_KEY] = request.path_params["agent_id"]
+        context.state[HUB_KEY] = request.headers.get(HUB_KEY_HEADER)
         return context
 
 

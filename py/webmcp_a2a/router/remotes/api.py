@@ -48,7 +48,7 @@ def registry_routes(remotes: Remotes, join_tokens: list[str], local_ids: Callabl
     async def register(request: Request) -> Response:
         body = await _body(request, RegisterRequest)
         agent = await remotes.register(body, local_ids())
-        return JSONResponse(agent.model_dump(mode="json"), status_code=201)
+        return JSONResponse(agent.public(), status_code=201)
 
     async def search(request: Request) -> Response:
         query = request.query_params
@@ -58,7 +58,7 @@ def registry_routes(remotes: Remotes, join_tokens: list[str], local_ids: Callabl
         found = remotes.catalog.search(
             text=query.get("q"), skill=query.get("skill"), tag=query.get("tag"), capability=query.get("capability")
         )
-        return JSONResponse({"agents": [agent.model_dump(mode="json") for agent in found]})
+        return JSONResponse({"agents": [agent.public() for agent in found]})
 
     async def one(request: Request) -> Response:
         agent_id = request.path_params["agent_id"]
@@ -69,11 +69,11 @@ def registry_routes(remotes: Remotes, join_tokens: list[str], local_ids: Callabl
             agent = remotes.update(agent_id, await _body(request, UpdateRequest))
         else:
             agent = remotes.known(agent_id)
-        return JSONResponse(agent.model_dump(mode="json"))
+        return JSONResponse(agent.public())
 
     async def check(request: Request) -> Response:
         agent = await remotes.check(request.path_params["agent_id"])
-        return JSONResponse(agent.model_dump(mode="json"))
+        return JSONResponse(agent.public())
 
     return [
         Route("/registry", guarded(search), methods=["GET"]),

@@ -16,12 +16,16 @@ from dataclasses import dataclass
 from typing import Annotated, Any, Literal
 
 from a2a.types.a2a_pb2 import AgentCard
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
 
 from ...protocol import AgentId
 from .cards import hub_name, parse_card
 
 Tag = Annotated[str, Field(min_length=1, max_length=64)]
+Key = Annotated[str, Field(min_length=16, max_length=256)]
+Trust = Literal["none", "api-key"]
+"""none: no direct messages from this hub are taken, no key is sent; api-key: ``send_key`` goes with
+every request to it, and its agents' direct messages must come with ``accept_key``."""
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS remote_agents (
@@ -53,6 +57,13 @@ class RemoteAgent(BaseModel):
     facts: dict[str, Any] = Field(default_factory=dict)
     registered_at: float = Field(default_factory=time.time)
     health: Health = Field(default_factory=Health)
+    trust: Trust = "none"
+    send_key: str | None = None  # sent to it (HUB_KEY_HEADER) with every request, under api-key
+    accept_key: str | None = None  # what a hub must present for its agents' direct messages, under api-key
+
+    def public(self) -> dict[str, Any]:
+        """The record as the API shows it: keys left out."""
+        return self.model_dump(mode="json", exclude={"send_key", "accept_key"})
 
     @property
     def parsed(self) -> AgentCard:
@@ -125,6 +136,16 @@ class RegisterRequest(BaseModel):
     tags: list[Tag] = Field(default_factory=list)
     notes: str = Field("", max_length=4000)
     facts: dict[str, Any] = Field(default_factory=dict)
+    trust: Trust = Field("none", description="none, or api-key (with send_key and/or accept_key)")
+    send_key: Key | None = Field(None, description="api-key: the key to present to it")
+    accept_key: Key | None = Field(None, validate_default=True, description="api-key: the key it must present")
+
+    @field_validator("accept_key")
+    @classmethod
+    def _keys_for_api_key(cls, accept_key: str | None, info: ValidationInfo) -> str | None:
+        if info.data.get("trust") == "api-key" and accept_key is None and info.data.get("send_key") is None:
+            raise ValueError("trust api-key needs send_key, accept_key or both")
+        return accept_key
 
     @field_validator("card_url")
     @classmethod
@@ -142,6 +163,9 @@ class UpdateRequest(BaseModel):
     tags: list[Tag] | None = None
     notes: str | None = Field(None, max_length=4000)
     facts: dict[str, Any] | None = None
+    trust: Trust | None = None
+    send_key: Key | None = None
+    accept_key: Key | None = None
 
 
 def id_from_name(name: str) -> str:
@@ -184,6 +208,10 @@ class Catalog:
     def delete(self, agent_id: str) -> bool:
         self._db.execute("DELETE FROM remote_agents WHERE agent_id = ?", (agent_id,))
         return self._agents.pop(agent_id, None) is not None
+
+    def record_for(self, target: str) -> RemoteAgent | None:
+        """The registration that governs ``target``: its own, or its hub's for ``ID@HUB``."""
+        return self._agents.get(target) or self._agents.get(target.rpartition("@")[2] if "@" in target else "")
 
     def hub_agent(self, target: str) -> HubAgent | None:
         """``ID@HUB`` for a registered hub HUB that lists ID."""

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import hmac
 import logging
 import time
 
@@ -68,6 +69,9 @@ class Remotes:
             tags=request.tags,
             notes=request.notes,
             facts=request.facts,
+            trust=request.trust,
+            send_key=request.send_key,
+            accept_key=request.accept_key,
         )
         agent.health.status, agent.health.checked_at, agent.health.latency_ms = "ok", time.time(), fetched.latency_ms
         self.catalog.save(agent)
@@ -79,6 +83,17 @@ class Remotes:
         updated = agent.model_copy(update=changes)
         self.catalog.save(updated)
         return updated
+
+    def refuses(self, hub: str, presented: str | None) -> str | None:
+        """Why direct messages from the agents of registered hub ``hub`` are refused; None: taken."""
+        record = self.catalog.get(hub)
+        if record is None or record.hub is None:
+            return f"{hub!r} is not a hub registered here: its agents' direct messages are refused"
+        if record.trust == "none":
+            return f"hub {hub!r} has trust tier none: its agents' direct messages are refused"
+        if record.accept_key is None or presented is None or not hmac.compare_digest(presented, record.accept_key):
+            return f"hub {hub!r} did not present the key this router expects from it"
+        return None
 
     def forget(self, agent_id: str) -> None:
         if not self.catalog.delete(agent_id):
