@@ -320,3 +320,37 @@ def test_a_page_cancels_its_remote_task_with_a2a_tasks(mesh, alice, conversing_a
     assert cancelled["tasks"][0]["state"] == "canceled"
     missing = mesh.call(alice, "a2a_tasks", {"action": "get"})
     assert (missing["isError"], missing["structuredContent"]["error"]["field"]) == (True, "task_id")
+
+
+def open_page_on(mesh, base_url: str, agent_id: str) -> Any:
+    page = mesh.context.new_page()
+    page.agent_id = agent_id
+    page.goto(f"{base_url}/?agent_id={agent_id}&agent_type=executor")
+    wait_until(page, "document.documentElement.dataset.a2a === 'ready'", timeout=READY_TIMEOUT_MS)
+    return page
+
+
+def test_pages_on_two_federated_hubs_exchange_a_direct_message_and_an_a2a_task(mesh):
+    key_a, key_b = "page-key-for-hub-a-0123", "page-key-for-hub-b-0123"
+    with serving("--hub-name", "east") as east, serving("--hub-name", "west") as west:
+        for here, there, send, accept in ((west, east, key_a, key_b), (east, west, key_b, key_a)):
+            registered = httpx.post(
+                f"{here}/registry",
+                json={"card_url": there, "trust": "api-key", "send_key": send, "accept_key": accept},
+                timeout=15,
+            )
+            assert registered.status_code == 201, registered.text
+        ann, ben = open_page_on(mesh, east, f"ann-{mesh.mode}"), open_page_on(mesh, west, f"ben-{mesh.mode}")
+        try:
+            note = {"target_agent_id": f"{ann.agent_id}@east", "message_type": "notification", "payload": {"hi": 1}}
+            assert mesh.call(ben, "a2a_send_message", note)["structuredContent"]["delivered"] is True
+            got = take_message(mesh, ann, lambda message: message["payload"] == {"hi": 1})
+            assert got["from_agent"] == f"{ben.agent_id}@west"
+            task = send_remote(mesh, ann, f"{ben.agent_id}@west", text="sweep the porch")
+            given = take_a2a_task(mesh, ben, "sweep the porch")
+            reply(mesh, ben, task_id=given["task_id"], text="swept")
+            answer = remote_updates(mesh, ann, task["remote_task_id"], lambda update: update["final"])[-1]
+            assert (answer["state"], answer["text"]) == ("completed", "swept")
+        finally:
+            ann.close()
+            ben.close()

@@ -166,3 +166,16 @@ async def test_a_registration_under_api_key_needs_a_key(hubs):
     async with httpx.AsyncClient(timeout=15) as http:
         answer = await http.post(f"{b}/registry", json={"card_url": a, "trust": "api-key"})
     assert (answer.status_code, answer.json()["field"]) == (422, "accept_key")
+
+
+async def test_an_agent_the_hub_does_not_know_is_a_tool_error(hubs):
+    a, b = hubs
+    bob = await join(b, "bob")
+    try:
+        await register(b, a)
+        with pytest.raises(RouterError) as failure:
+            await bob.send_message(note("nobody@hub-a", "anyone?"))
+        assert (failure.value.info.code, failure.value.info.field) == ("remote_unreachable", "target_agent_id")
+        assert "HTTP 404" in failure.value.info.message
+    finally:
+        bob.close()

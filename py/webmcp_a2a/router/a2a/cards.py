@@ -24,7 +24,7 @@ from a2a.types.a2a_pb2 import (
 
 from ...protocol import HUB_KEY_HEADER
 from ..registry import AgentRecord
-from ..remotes.cards import HUB_EXTENSION
+from ..remotes.cards import DIRECTORY_SKILL, HUB_EXTENSION
 from ..settings import RouterSettings
 
 VERSION = "1"
@@ -119,12 +119,20 @@ def hub_card(records: list[AgentRecord], base_url: str, settings: RouterSettings
         default_output_modes=MODES,
         skills=[
             AgentSkill(
-                id=record.agent_id,
-                name=record.agent_id,
-                description=f"{record.agent_type} agent, {record.status}: {agent_url(base_url, record.agent_id)}",
-                tags=[record.agent_type, record.status, *record.capabilities],
-            )
-            for record in records
+                id=DIRECTORY_SKILL,
+                name="directory",
+                description="Send the hub any message: it answers with the mesh's agents and their cards",
+                tags=["directory"],
+            ),
+            *(
+                AgentSkill(
+                    id=record.agent_id,
+                    name=record.agent_id,
+                    description=f"{record.agent_type} agent, {record.status}: {agent_url(base_url, record.agent_id)}",
+                    tags=[record.agent_type, record.status, *record.capabilities],
+                )
+                for record in records
+            ),
         ],
     )
     _declare_security(card, settings)

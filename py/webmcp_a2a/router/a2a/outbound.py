@@ -78,7 +78,7 @@ class Outbound:
         return (
             target.startswith(("http://", "https://"))
             or target in self._catalog
-            or self._catalog.hub_agent(target) is not None
+            or self._catalog.hub_agent_url(target) is not None
         )
 
     def send(self, waiter: Waiter, envelope: Envelope, answer: Answer) -> None:
@@ -103,7 +103,7 @@ class Outbound:
         call = ClientCallContext(
             service_parameters={HUB_KEY_HEADER: record.send_key} if record is not None and record.send_key else None
         )
-        if envelope.message_type != "task_request" and self._catalog.hub_agent(target) is not None:
+        if envelope.message_type != "task_request" and self._catalog.hub_agent_url(target) is not None:
             await self._relay(waiter, envelope, card, call, answer)
             return
         streaming = card.capabilities.streaming
@@ -231,8 +231,7 @@ class Outbound:
         registered = self._catalog.get(target)
         if registered is not None:
             return parse_card(registered.card)
-        member = self._catalog.hub_agent(target)  # ID@HUB: the agent's card on its hub
-        url = card_url(member.url if member is not None else target)
+        url = card_url(self._catalog.hub_agent_url(target) or target)  # ID@HUB: the agent's card on its hub
         cached = self._cards.get(url)
         if cached is not None and cached[2] > time.monotonic():
             return cached[0]

@@ -22,6 +22,7 @@ from a2a.utils.constants import AGENT_CARD_WELL_KNOWN_PATH
 from google.protobuf.json_format import ParseError  # type: ignore[import-untyped]
 
 HUB_EXTENSION = "urn:webmcp-a2a:hub:v1"  # marks a webmcp-a2a hub's card; params {"hub": its name}
+DIRECTORY_SKILL = "webmcp-a2a.directory"  # a hub card's own skill (the directory), not one of its agents
 
 
 class CardError(Exception):

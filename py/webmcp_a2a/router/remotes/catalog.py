@@ -19,7 +19,7 @@ from a2a.types.a2a_pb2 import AgentCard
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
 
 from ...protocol import AgentId
-from .cards import hub_name, parse_card
+from .cards import DIRECTORY_SKILL, hub_name, parse_card
 
 Tag = Annotated[str, Field(min_length=1, max_length=64)]
 Key = Annotated[str, Field(min_length=16, max_length=256)]
@@ -82,7 +82,7 @@ class RemoteAgent(BaseModel):
         """A hub's agents, as its card lists them (a skill each: tags = type, status, capabilities)."""
         if self.hub is None:
             return []
-        root = self.parsed.supported_interfaces[0].url.rstrip("/")
+        root = self.root_url
         return [
             HubAgent(
                 agent_id=f"{skill.id}@{self.id}",
@@ -92,7 +92,13 @@ class RemoteAgent(BaseModel):
                 url=f"{root}/agents/{skill.id}",
             )
             for skill in self.parsed.skills
+            if skill.id != DIRECTORY_SKILL
         ]
+
+    @property
+    def root_url(self) -> str:
+        """A hub's root: its card's first interface (the hub's own JSON-RPC, at /)."""
+        return str(self.parsed.supported_interfaces[0].url).rstrip("/")
 
     def words(self) -> str:
         """Everything a text search looks through, lower-cased."""
@@ -213,13 +219,14 @@ class Catalog:
         """The registration that governs ``target``: its own, or its hub's for ``ID@HUB``."""
         return self._agents.get(target) or self._agents.get(target.rpartition("@")[2] if "@" in target else "")
 
-    def hub_agent(self, target: str) -> HubAgent | None:
-        """``ID@HUB`` for a registered hub HUB that lists ID."""
-        _, at, hub = target.rpartition("@")
+    def hub_agent_url(self, target: str) -> str | None:
+        """Where ``ID@HUB`` answers A2A, for a registered hub HUB (listed by its card yet or not: the
+        hub knows its agents better than our last look at its card)."""
+        agent_id, at, hub = target.rpartition("@")
         registered = self._agents.get(hub) if at else None
-        if registered is None:
+        if registered is None or registered.hub is None:
             return None
-        return next((agent for agent in registered.hub_agents() if agent.agent_id == target), None)
+        return f"{registered.root_url}/agents/{agent_id}"
 
     def search(self, **criteria: str | None) -> list[RemoteAgent]:
         return [agent for agent in self._agents.values() if agent.matches(**criteria)]
