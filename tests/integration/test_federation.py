@@ -3,12 +3,13 @@ Two real ``serve.py`` processes on loopback, agents on each."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+import sys
+from collections.abc import AsyncIterator, Iterator
 
 import httpx
 import pytest
 
-from tests.conftest import free_port, serving
+from tests.conftest import ROOT, free_port, serving, spawned
 from webmcp_a2a.client.agent import Agent, RouterError
 from webmcp_a2a.client.cpython import connect
 from webmcp_a2a.protocol import A2A_REMOTE_KEY, A2ARemoteUpdate, DiscoverArgs, Hello, InboxArgs, SendMessageArgs
@@ -178,4 +179,46 @@ async def test_an_agent_the_hub_does_not_know_is_a_tool_error(hubs):
         assert (failure.value.info.code, failure.value.info.field) == ("remote_unreachable", "target_agent_id")
         assert "HTTP 404" in failure.value.info.message
     finally:
+        bob.close()
+
+
+@pytest.fixture(scope="module")
+def token_server() -> Iterator[str]:
+    port = free_port()
+    script = ROOT / "tests" / "servers" / "oauth_token_server.py"
+    with spawned([sys.executable, str(script), "--port", str(port)], f"http://127.0.0.1:{port}/issued"):
+        yield f"http://127.0.0.1:{port}"
+
+
+@pytest.mark.parametrize(("secret", "delivered"), [("secret-of-hub-b", True), ("a-guess", False)], ids=["ok", "bad"])
+async def test_under_bearer_the_sending_hub_gets_its_token_by_client_credentials(hubs, token_server, secret, delivered):
+    a, b = hubs
+    alice, bob = await join(a, "alice"), await join(b, "bob")
+    try:
+        async with httpx.AsyncClient(timeout=15) as http:
+            oauth = {"token_url": f"{token_server}/token", "client_id": "hub-b", "client_secret": secret}
+            on_b = await http.post(f"{b}/registry", json={"card_url": a, "trust": "bearer", **oauth})
+            on_a = await http.post(
+                f"{a}/registry", json={"card_url": b, "trust": "bearer", "accept_key": "token-of-hub-b-0123456789"}
+            )
+            assert (on_b.status_code, on_a.status_code) == (201, 201)
+            assert "client_secret" not in on_b.json()
+            issued = (await http.get(f"{token_server}/issued")).json()["issued"]
+        if delivered:
+            for n in range(2):
+                assert (await bob.send_message(note("alice@hub-a", f"bearer {n}"))).delivered is True
+            got = (await alice.inbox(InboxArgs(wait_seconds=5, max_messages=2))).messages
+            assert [(m.from_agent, m.payload["text"]) for m in got] == [
+                ("bob@hub-b", "bearer 0"),
+                ("bob@hub-b", "bearer 1"),
+            ]
+            async with httpx.AsyncClient(timeout=15) as http:
+                assert (await http.get(f"{token_server}/issued")).json()["issued"] == issued + 1  # kept, not refetched
+        else:
+            with pytest.raises(RouterError) as refused:
+                await bob.send_message(note("alice@hub-a", "let me in"))
+            assert refused.value.info.code == "remote_refused"
+            assert "token URL" in refused.value.info.message
+    finally:
+        alice.close()
         bob.close()

@@ -115,7 +115,7 @@ class Bridge:
         self.agent.on_message(self._received)
         # Whether direct messages from hub H, presenting key K, are refused (why) or taken (None);
         # without a registry of hubs, every one is refused.
-        self.refuses: Callable[[str, str | None], str | None] = lambda hub, key: "this router federates with no hub"
+        self.refuses: Callable[[str, dict[str, str | None]], str | None] = lambda hub, shown: "no hub is registered"
 
     async def start(self) -> None:
         self._link = InProcessLink(self.router, self.agent)
@@ -219,7 +219,7 @@ class MeshExecutor(AgentExecutor):
         except ValidationError as error:
             await updater.reject(updater.new_agent_message([new_text_part(f"not a federated envelope: {error}")]))
             return
-        presented = context.call_context.state.get(HUB_KEY) if context.call_context else None
+        presented = context.call_context.state.get(HUB_KEY, {}) if context.call_context else {}
         refusal = self.bridge.refuses(carried.from_agent.rpartition("@")[2], presented)
         if refusal is not None:
             await updater.reject(updater.new_agent_message([new_text_part(refusal)]))

@@ -39,7 +39,6 @@ from a2a.types.a2a_pb2 import (
 from ...protocol import (
     A2A_REMOTE_KEY,
     FEDERATED_ENVELOPE_KEY,
-    HUB_KEY_HEADER,
     A2ARemoteUpdate,
     Envelope,
     ErrorInfo,
@@ -51,6 +50,7 @@ from ..coordination import Waiter
 from ..registry import Answer
 from ..remotes.cards import CardError, card_url, fetch_card, parse_card
 from ..remotes.catalog import Catalog
+from ..remotes.credentials import Credentials
 from .bridge import Bridge
 from .tasks import outbound_context_for
 
@@ -71,6 +71,7 @@ class Outbound:
         self._tasks = bridge.tasks
         self._catalog = catalog
         self._http = httpx.AsyncClient(timeout=httpx.Timeout(fetch_timeout, read=None), follow_redirects=True)
+        self._credentials = Credentials(self._http)
         self._cards: dict[str, tuple[AgentCard, str | None, float]] = {}  # card URL -> card, ETag, fresh until
         self._running: set[asyncio.Task[None]] = set()
 
@@ -99,10 +100,12 @@ class Outbound:
         except CardError as error:
             answer(waiter, ErrorInfo(code=_CODES[error.kind], message=str(error), field="target_agent_id"))
             return
-        record = self._catalog.record_for(target)
-        call = ClientCallContext(
-            service_parameters={HUB_KEY_HEADER: record.send_key} if record is not None and record.send_key else None
-        )
+        try:
+            headers = await self._credentials.headers_for(self._catalog.record_for(target))
+        except CardError as error:
+            answer(waiter, ErrorInfo(code=_CODES[error.kind], message=str(error), field="target_agent_id"))
+            return
+        call = ClientCallContext(service_parameters=headers or None)
         if envelope.message_type != "task_request" and self._catalog.hub_agent_url(target) is not None:
             await self._relay(waiter, envelope, card, call, answer)
             return
@@ -212,8 +215,11 @@ class Outbound:
         if target is None:
             raise CardError("invalid", f"no outbound task {task_id!r}")
         card = await self._card(target)
+        headers = await self._credentials.headers_for(self._catalog.record_for(target))
         client = await create_client(card, ClientConfig(httpx_client=self._http, streaming=False))
-        task = await client.cancel_task(CancelTaskRequest(id=task_id))
+        task = await client.cancel_task(
+            CancelTaskRequest(id=task_id), context=ClientCallContext(service_parameters=headers)
+        )
         await self._tasks.store.save(task, context)
         return task
 

@@ -69,7 +69,7 @@ STATES = {
 
 
 AGENT_KEY = "webmcp_a2a.agent_id"
-HUB_KEY = "webmcp_a2a.hub_key"  # the key a federated hub presented (HUB_KEY_HEADER), if any
+HUB_KEY = "webmcp_a2a.hub_key"  # what a federated hub presented, by trust tier
 
 
 class AgentContextBuilder(DefaultServerCallContextBuilder):
@@ -78,7 +78,11 @@ class AgentContextBuilder(DefaultServerCallContextBuilder):
     def build(self, request: Request) -> ServerCallContext:
         context = super().build(request)
         context.state[AGENT_KEY] = request.path_params["agent_id"]
-        context.state[HUB_KEY] = request.headers.get(HUB_KEY_HEADER)
+        scheme, _, token = request.headers.get("authorization", "").partition(" ")
+        context.state[HUB_KEY] = {
+            "api-key": request.headers.get(HUB_KEY_HEADER),
+            "bearer": token if scheme.lower() == "bearer" else None,
+        }
         return context
 
 

@@ -23,9 +23,11 @@ from .cards import DIRECTORY_SKILL, hub_name, parse_card
 
 Tag = Annotated[str, Field(min_length=1, max_length=64)]
 Key = Annotated[str, Field(min_length=16, max_length=256)]
-Trust = Literal["none", "api-key"]
-"""none: no direct messages from this hub are taken, no key is sent; api-key: ``send_key`` goes with
-every request to it, and its agents' direct messages must come with ``accept_key``."""
+Trust = Literal["none", "api-key", "bearer"]
+"""none: no direct messages from this hub are taken, nothing is presented to it. api-key: ``send_key``
+goes with every request to it (``X-A2A-Hub-Key``), and its agents' direct messages must come with
+``accept_key`` there. bearer: the same as ``Authorization: Bearer``, the token sent being ``send_key``
+or one obtained from ``token_url`` (OAuth2 client credentials)."""
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS remote_agents (
@@ -58,12 +60,15 @@ class RemoteAgent(BaseModel):
     registered_at: float = Field(default_factory=time.time)
     health: Health = Field(default_factory=Health)
     trust: Trust = "none"
-    send_key: str | None = None  # sent to it (HUB_KEY_HEADER) with every request, under api-key
-    accept_key: str | None = None  # what a hub must present for its agents' direct messages, under api-key
+    send_key: str | None = None  # presented to it with every request (api-key, bearer)
+    accept_key: str | None = None  # what a hub must present for its agents' direct messages
+    token_url: str | None = None  # bearer: where to obtain the token (OAuth2 client credentials)
+    client_id: str | None = None
+    client_secret: str | None = None
 
     def public(self) -> dict[str, Any]:
-        """The record as the API shows it: keys left out."""
-        return self.model_dump(mode="json", exclude={"send_key", "accept_key"})
+        """The record as the API shows it: secrets left out."""
+        return self.model_dump(mode="json", exclude={"send_key", "accept_key", "client_secret"})
 
     @property
     def parsed(self) -> AgentCard:
@@ -142,15 +147,19 @@ class RegisterRequest(BaseModel):
     tags: list[Tag] = Field(default_factory=list)
     notes: str = Field("", max_length=4000)
     facts: dict[str, Any] = Field(default_factory=dict)
-    trust: Trust = Field("none", description="none, or api-key (with send_key and/or accept_key)")
-    send_key: Key | None = Field(None, description="api-key: the key to present to it")
-    accept_key: Key | None = Field(None, validate_default=True, description="api-key: the key it must present")
+    trust: Trust = Field("none", description="none, api-key or bearer")
+    send_key: Key | None = Field(None, description="api-key, bearer: the key or token to present to it")
+    token_url: str | None = Field(None, description="bearer: obtain the token here (OAuth2 client credentials)")
+    client_id: str | None = Field(None, max_length=256)
+    client_secret: str | None = Field(None, max_length=256)
+    accept_key: Key | None = Field(None, validate_default=True, description="the key or token it must present")
 
     @field_validator("accept_key")
     @classmethod
-    def _keys_for_api_key(cls, accept_key: str | None, info: ValidationInfo) -> str | None:
-        if info.data.get("trust") == "api-key" and accept_key is None and info.data.get("send_key") is None:
-            raise ValueError("trust api-key needs send_key, accept_key or both")
+    def _credentials_for_the_tier(cls, accept_key: str | None, info: ValidationInfo) -> str | None:
+        given = accept_key or info.data.get("send_key") or info.data.get("token_url")
+        if info.data.get("trust") in ("api-key", "bearer") and not given:
+            raise ValueError(f"trust {info.data['trust']} needs send_key (or token_url), accept_key, or both")
         return accept_key
 
     @field_validator("card_url")
@@ -172,6 +181,9 @@ class UpdateRequest(BaseModel):
     trust: Trust | None = None
     send_key: Key | None = None
     accept_key: Key | None = None
+    token_url: str | None = None
+    client_id: str | None = Field(None, max_length=256)
+    client_secret: str | None = Field(None, max_length=256)
 
 
 def id_from_name(name: str) -> str:

@@ -72,6 +72,9 @@ class Remotes:
             trust=request.trust,
             send_key=request.send_key,
             accept_key=request.accept_key,
+            token_url=request.token_url,
+            client_id=request.client_id,
+            client_secret=request.client_secret,
         )
         agent.health.status, agent.health.checked_at, agent.health.latency_ms = "ok", time.time(), fetched.latency_ms
         self.catalog.save(agent)
@@ -84,15 +87,17 @@ class Remotes:
         self.catalog.save(updated)
         return updated
 
-    def refuses(self, hub: str, presented: str | None) -> str | None:
-        """Why direct messages from the agents of registered hub ``hub`` are refused; None: taken."""
+    def refuses(self, hub: str, presented: dict[str, str | None]) -> str | None:
+        """Why direct messages from the agents of registered hub ``hub`` are refused; None: taken.
+        ``presented``: what the request carried, by tier (``api-key``: its hub key, ``bearer``: its token)."""
         record = self.catalog.get(hub)
         if record is None or record.hub is None:
             return f"{hub!r} is not a hub registered here: its agents' direct messages are refused"
         if record.trust == "none":
             return f"hub {hub!r} has trust tier none: its agents' direct messages are refused"
-        if record.accept_key is None or presented is None or not hmac.compare_digest(presented, record.accept_key):
-            return f"hub {hub!r} did not present the key this router expects from it"
+        shown = presented.get(record.trust)
+        if record.accept_key is None or shown is None or not hmac.compare_digest(shown, record.accept_key):
+            return f"hub {hub!r} did not present the {record.trust} credential this router expects from it"
         return None
 
     def forget(self, agent_id: str) -> None:
