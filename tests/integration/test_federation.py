@@ -222,3 +222,17 @@ async def test_under_bearer_the_sending_hub_gets_its_token_by_client_credentials
     finally:
         alice.close()
         bob.close()
+
+
+async def test_the_hub_card_declares_what_federated_hubs_present_and_agent_cards_do_not(hubs):
+    a, _ = hubs
+    alice = await join(a, "alice")
+    try:
+        async with httpx.AsyncClient(timeout=15) as http:
+            hub = (await http.get(f"{a}/.well-known/agent-card.json")).json()
+            agent = (await http.get(f"{a}/agents/alice/.well-known/agent-card.json")).json()
+        assert hub["securitySchemes"]["hubKey"]["apiKeySecurityScheme"]["name"] == "X-A2A-Hub-Key"
+        assert hub["securitySchemes"]["hubToken"]["httpAuthSecurityScheme"]["scheme"] == "bearer"
+        assert "securitySchemes" not in agent  # an ordinary client needs nothing (no join token here)
+    finally:
+        alice.close()

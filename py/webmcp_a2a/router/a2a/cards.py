@@ -136,21 +136,12 @@ def hub_card(records: list[AgentRecord], base_url: str, settings: RouterSettings
         ],
     )
     _declare_security(card, settings)
+    _declare_federation(card)
     return card
 
 
 def _declare_security(card: AgentCard, settings: RouterSettings) -> None:
-    """The router's join token, when it has one, is a bearer token on every A2A request. A federated
-    hub's key (trust tier api-key) goes in its own header: declared, and required of hubs only."""
-    card.security_schemes["hubKey"].CopyFrom(
-        SecurityScheme(
-            api_key_security_scheme=APIKeySecurityScheme(
-                location="header",
-                name=HUB_KEY_HEADER,
-                description="Federated hubs: the key this router expects from the sending hub (trust tier api-key)",
-            )
-        )
-    )
+    """The router's join token, when it has one, is a bearer token on every A2A request."""
     if settings.join_tokens:
         card.security_schemes["joinToken"].CopyFrom(
             SecurityScheme(
@@ -160,3 +151,24 @@ def _declare_security(card: AgentCard, settings: RouterSettings) -> None:
             )
         )
         card.security_requirements.append(SecurityRequirement(schemes={"joinToken": StringList(list=[])}))
+
+
+def _declare_federation(card: AgentCard) -> None:
+    """What a federated hub presents (on the hub's card only: ordinary clients need none of it, and an
+    agent's card declares only what every request must carry)."""
+    card.security_schemes["hubKey"].CopyFrom(
+        SecurityScheme(
+            api_key_security_scheme=APIKeySecurityScheme(
+                location="header",
+                name=HUB_KEY_HEADER,
+                description="Federated hubs under trust tier api-key: the key this hub expects from the sender",
+            )
+        )
+    )
+    card.security_schemes["hubToken"].CopyFrom(
+        SecurityScheme(
+            http_auth_security_scheme=HTTPAuthSecurityScheme(
+                scheme="bearer", description="Federated hubs under trust tier bearer: the sender's token"
+            )
+        )
+    )
