@@ -3,13 +3,14 @@ real ``a2a-sdk`` server (no mesh code in it) and the task's updates come back to
 
 from __future__ import annotations
 
+import sys
 import uuid
 from collections.abc import AsyncIterator, Iterator
 
 import httpx
 import pytest
 
-from tests.conftest import ROOT, RunningRouter, free_port, running_router, sdk_agent
+from tests.conftest import ROOT, RunningRouter, free_port, running_router, sdk_agent, spawned
 from webmcp_a2a.client.agent import Agent, RouterError
 from webmcp_a2a.client.cpython import connect
 from webmcp_a2a.protocol import A2A_REMOTE_KEY, A2ARemoteUpdate, Hello, InboxArgs, SendMessageArgs, TasksArgs
@@ -162,3 +163,16 @@ async def until(agent: Agent, task_id: str, state: str) -> list[A2ARemoteUpdate]
         assert got.messages, f"{task_id} never reached {state}: {seen}"
         seen.append(A2ARemoteUpdate.model_validate(got.messages[0].payload[A2A_REMOTE_KEY]))
     return seen[-1:]
+
+
+async def test_a_remote_agent_that_dies_mid_task_ends_the_task_failed_in_the_inbox(sender):
+    port = free_port()
+    script = ROOT / "tests" / "servers" / "a2a_remote_agent.py"
+    url = f"http://127.0.0.1:{port}"
+    with spawned([sys.executable, str(script), "--port", str(port)], f"{url}/.well-known/agent-card.json") as remote:
+        started = await sender.send_message(to(url, "wait forever"))
+        await until(sender, started.remote_task_id or "", "working")
+        remote.kill()
+    (last,) = await until(sender, started.remote_task_id or "", "failed")
+    assert last.final is True
+    assert url in (last.text or "")

@@ -97,10 +97,6 @@ class Outbound:
         target = envelope.to_agent
         try:
             card = await self._card(target)
-        except CardError as error:
-            answer(waiter, ErrorInfo(code=_CODES[error.kind], message=str(error), field="target_agent_id"))
-            return
-        try:
             headers = await self._credentials.headers_for(self._catalog.record_for(target))
         except CardError as error:
             answer(waiter, ErrorInfo(code=_CODES[error.kind], message=str(error), field="target_agent_id"))
@@ -110,15 +106,15 @@ class Outbound:
             await self._relay(waiter, envelope, card, call, answer)
             return
         streaming = card.capabilities.streaming
-        answered = False
+        answered: A2ARemoteUpdate | None = None
         try:
             client = await create_client(card, ClientConfig(httpx_client=self._http, streaming=streaming))
             request = SendMessageRequest(message=_message(envelope))
             request.configuration.return_immediately = not streaming
             async for event, update in self._updates(client, request, target, streaming, call):
                 await self._record(waiter.agent_id, target, event)
-                if not answered:
-                    answered = True
+                if answered is None:
+                    answered = update
                     answer(
                         waiter,
                         SendResult(
@@ -132,11 +128,19 @@ class Outbound:
                 await self._forward(waiter.agent_id, update)
         except (A2AClientError, httpx.HTTPError, ValueError) as error:
             message = f"{target}: {type(error).__name__}: {error}"
-            if not answered:
+            if answered is None:
                 code = "remote_unreachable" if isinstance(error, httpx.TransportError) else "remote_refused"
                 answer(waiter, ErrorInfo(code=code, message=message, field="target_agent_id"))
-            else:
+            else:  # the sender is told: its task's last word is this failure
                 log.info("the task at %s ended in an error: %s", target, message)
+                last_word: dict[str, Any] = {
+                    "state": "failed",
+                    "text": message,
+                    "data": [],
+                    "artifact_name": None,
+                    "final": True,
+                }
+                await self._forward(waiter.agent_id, answered.model_copy(update=last_word))
 
     async def _updates(
         self, client: Any, request: SendMessageRequest, target: str, streaming: bool, call: ClientCallContext
