@@ -157,6 +157,14 @@ async def test_bad_json_rpc_gets_the_specs_error_code(echo, body, headers, code)
     assert response.json()["error"]["code"] == code
 
 
+async def test_cancelling_a_finished_task_is_task_not_cancelable(echo, http):
+    client = await sdk_client(http, echo)
+    (done,) = [event async for event in client.send_message(user_message("quick"))]
+    cancel = {"jsonrpc": "2.0", "id": 1, "method": "CancelTask", "params": {"id": done.task.id}}
+    answer = await http.post(echo, json=cancel, headers=V1)
+    assert answer.json()["error"]["code"] == -32002
+
+
 async def test_cards_are_dual_stack_and_revalidate_with_their_etag(echo, router, http):
     for path in ("/.well-known/agent-card.json", "/.well-known/agent.json"):
         response = await http.get(echo + path)
