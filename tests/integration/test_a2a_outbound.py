@@ -13,7 +13,15 @@ import pytest
 from tests.conftest import ROOT, RunningRouter, free_port, running_router, sdk_agent, spawned
 from webmcp_a2a.client.agent import Agent, RouterError
 from webmcp_a2a.client.cpython import connect
-from webmcp_a2a.protocol import A2A_REMOTE_KEY, A2ARemoteUpdate, Hello, InboxArgs, SendMessageArgs, TasksArgs
+from webmcp_a2a.protocol import (
+    A2A_REMOTE_KEY,
+    A2ARemoteUpdate,
+    Envelope,
+    Hello,
+    InboxArgs,
+    SendMessageArgs,
+    TasksArgs,
+)
 
 
 @pytest.fixture(scope="module")
@@ -176,3 +184,15 @@ async def test_a_remote_agent_that_dies_mid_task_ends_the_task_failed_in_the_inb
     (last,) = await until(sender, started.remote_task_id or "", "failed")
     assert last.final is True
     assert url in (last.text or "")
+
+
+async def test_a_resend_of_the_same_message_starts_no_second_remote_task(sender, remote):
+    """What a sender's outbox does after a reconnect: the same envelope (same message id) again."""
+    envelope = Envelope(to_agent=remote, message_type="task_request", payload={"text": "once"})
+    first = await sender.send_envelope(envelope)
+    again = await sender.send_envelope(envelope.model_copy(update={"from_agent": None}))
+    assert again.remote_task_id == first.remote_task_id
+    seen = await updates(sender, first.remote_task_id or "")
+    assert [u.text for u in seen if u.final] == ["echo: once"]
+    leftover = await sender.inbox(InboxArgs(wait_seconds=1, correlation_id=first.remote_task_id))
+    assert leftover.messages == []  # one task: its updates came once

@@ -15,6 +15,7 @@ import asyncio
 import logging
 import re
 import time
+from collections import OrderedDict
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -35,6 +36,7 @@ from a2a.types.a2a_pb2 import (
     Task,
     TaskState,
 )
+from pydantic import BaseModel
 
 from ...protocol import (
     A2A_REMOTE_KEY,
@@ -57,6 +59,7 @@ from .tasks import outbound_context_for
 log = logging.getLogger("webmcp_a2a.router.a2a.outbound")
 
 
+REMEMBERED_SENDS = 10_000  # (sender, message id) of recent sends, so a resend starts no second remote task
 POLL_FIRST, POLL_MAX = 0.5, 5.0  # seconds between GetTask calls to an agent that does not stream
 _OPEN = {"submitted", "working"}
 _CODES = {"unreachable": "remote_unreachable", "invalid": "remote_invalid", "refused": "remote_refused"}
@@ -74,6 +77,7 @@ class Outbound:
         self._credentials = Credentials(self._http)
         self._cards: dict[str, tuple[AgentCard, str | None, float]] = {}  # card URL -> card, ETag, fresh until
         self._running: set[asyncio.Task[None]] = set()
+        self._sends: OrderedDict[tuple[str, str], asyncio.Future[BaseModel | ErrorInfo]] = OrderedDict()
 
     def handles(self, target: str) -> bool:
         return (
@@ -83,7 +87,22 @@ class Outbound:
         )
 
     def send(self, waiter: Waiter, envelope: Envelope, answer: Answer) -> None:
-        task = asyncio.create_task(self._run(waiter, envelope, answer))
+        key = (waiter.agent_id, envelope.message_id)
+        first = self._sends.get(key)
+        if first is not None:  # a resend (the sender's outbox, after a reconnect): its answer, no second task
+            first.add_done_callback(lambda done: answer(waiter, done.result()))
+            return
+        outcome: asyncio.Future[BaseModel | ErrorInfo] = asyncio.get_running_loop().create_future()
+        self._sends[key] = outcome
+        while len(self._sends) > REMEMBERED_SENDS:
+            self._sends.popitem(last=False)
+
+        def answered(to: Waiter, result: BaseModel | ErrorInfo) -> None:
+            if not outcome.done():
+                outcome.set_result(result)
+            answer(to, result)
+
+        task = asyncio.create_task(self._run(waiter, envelope, answered))
         self._running.add(task)
         task.add_done_callback(self._running.discard)
 
