@@ -48,41 +48,45 @@ async def hubs() -> AsyncIterator[tuple[str, str]]:
         yield a, b
 
 
-async def test_a_registered_hubs_agents_are_listed_as_id_at_hub(hubs):
-    a, b = hubs
-    alice = await join(a, "alice")
-    bob = await join(b, "bob")
-    try:
-        registered = await register(b, a)
-        assert registered["id"] == "hub-a"  # the hub's own name
-        found = {info.agent_id: info for info in (await bob.discover(DiscoverArgs())).agents}
-        assert (found["alice@hub-a"].agent_type, found["alice@hub-a"].status) == ("executor", "online")
-        assert found["alice@hub-a"].capabilities == ["chores"]
-        assert found["alice@hub-a"].url == f"{a}/agents/alice/.well-known/agent-card.json"
-        assert "bob@hub-b" not in found  # a hub lists its own agents only: nothing comes back round
-    finally:
-        alice.close()
-        bob.close()
+@pytest.fixture
+async def alice(hubs) -> AsyncIterator[Agent]:
+    """An agent of hub A."""
+    agent = await join(hubs[0], "alice")
+    yield agent
+    agent.close()
 
 
-async def test_tasks_cross_the_link_both_ways(hubs):
+@pytest.fixture
+async def bob(hubs) -> AsyncIterator[Agent]:
+    """An agent of hub B."""
+    agent = await join(hubs[1], "bob")
+    yield agent
+    agent.close()
+
+
+async def test_a_registered_hubs_agents_are_listed_as_id_at_hub(hubs, alice, bob):
     a, b = hubs
-    alice = await join(a, "alice")
-    bob = await join(b, "bob")
-    try:
-        await register(b, a)
-        await register(a, b)
-        to_alice = await bob.send_message(
-            SendMessageArgs(target_agent_id="alice@hub-a", message_type="task_request", payload={"text": "dishes"})
-        )
-        assert (await final_answer(bob, to_alice.remote_task_id or "")).text == "alice did: dishes"
-        to_bob = await alice.send_message(
-            SendMessageArgs(target_agent_id="bob@hub-b", message_type="task_request", payload={"text": "laundry"})
-        )
-        assert (await final_answer(alice, to_bob.remote_task_id or "")).text == "bob did: laundry"
-    finally:
-        alice.close()
-        bob.close()
+    registered = await register(b, a)
+    assert registered["id"] == "hub-a"  # the hub's own name
+    found = {info.agent_id: info for info in (await bob.discover(DiscoverArgs())).agents}
+    assert (found["alice@hub-a"].agent_type, found["alice@hub-a"].status) == ("executor", "online")
+    assert found["alice@hub-a"].capabilities == ["chores"]
+    assert found["alice@hub-a"].url == f"{a}/agents/alice/.well-known/agent-card.json"
+    assert "bob@hub-b" not in found  # a hub lists its own agents only: nothing comes back round
+
+
+async def test_tasks_cross_the_link_both_ways(hubs, alice, bob):
+    a, b = hubs
+    await register(b, a)
+    await register(a, b)
+    to_alice = await bob.send_message(
+        SendMessageArgs(target_agent_id="alice@hub-a", message_type="task_request", payload={"text": "dishes"})
+    )
+    assert (await final_answer(bob, to_alice.remote_task_id or "")).text == "alice did: dishes"
+    to_bob = await alice.send_message(
+        SendMessageArgs(target_agent_id="bob@hub-b", message_type="task_request", payload={"text": "laundry"})
+    )
+    assert (await final_answer(alice, to_bob.remote_task_id or "")).text == "bob did: laundry"
 
 
 async def test_a_hub_that_goes_away_marks_its_agents_offline_and_sends_fail():
@@ -127,39 +131,29 @@ def note(target: str, text: str) -> SendMessageArgs:
     return SendMessageArgs(target_agent_id=target, message_type="notification", payload={"text": text})
 
 
-async def test_direct_messages_cross_under_api_key_from_their_true_sender(hubs):
+async def test_direct_messages_cross_under_api_key_from_their_true_sender(hubs, alice, bob):
     a, b = hubs
-    alice, bob = await join(a, "alice"), await join(b, "bob")
-    try:
-        await federate(a, b)
-        sent = await bob.send_message(note("alice@hub-a", "hi alice"))
-        assert (sent.delivered, sent.target_status) == (True, "online")
-        (got,) = (await alice.inbox(InboxArgs(wait_seconds=5))).messages
-        assert (got.from_agent, got.message_type, got.payload) == ("bob@hub-b", "notification", {"text": "hi alice"})
-        back = await alice.send_message(note(got.from_agent or "", "hi bob"))  # a reply goes back the same way
-        assert back.delivered is True
-        (reply,) = (await bob.inbox(InboxArgs(wait_seconds=5))).messages
-        assert (reply.from_agent, reply.payload) == ("alice@hub-a", {"text": "hi bob"})
-    finally:
-        alice.close()
-        bob.close()
+    await federate(a, b)
+    sent = await bob.send_message(note("alice@hub-a", "hi alice"))
+    assert (sent.delivered, sent.target_status) == (True, "online")
+    (got,) = (await alice.inbox(InboxArgs(wait_seconds=5))).messages
+    assert (got.from_agent, got.message_type, got.payload) == ("bob@hub-b", "notification", {"text": "hi alice"})
+    back = await alice.send_message(note(got.from_agent or "", "hi bob"))  # a reply goes back the same way
+    assert back.delivered is True
+    (reply,) = (await bob.inbox(InboxArgs(wait_seconds=5))).messages
+    assert (reply.from_agent, reply.payload) == ("alice@hub-a", {"text": "hi bob"})
 
 
 @pytest.mark.parametrize(
     ("trust", "key_a"), [("none", KEY_A), ("api-key", "a-wrong-key-0123456789")], ids=["tier-none", "wrong-key"]
 )
-async def test_direct_messages_are_refused_under_none_or_with_a_wrong_key(hubs, trust, key_a):
+async def test_direct_messages_are_refused_under_none_or_with_a_wrong_key(hubs, alice, bob, trust, key_a):
     a, b = hubs
-    alice, bob = await join(a, "alice"), await join(b, "bob")
-    try:
-        await federate(a, b, key_a=key_a, trust=trust)
-        with pytest.raises(RouterError) as refused:
-            await bob.send_message(note("alice@hub-a", "let me in"))
-        assert (refused.value.info.code, refused.value.info.field) == ("remote_refused", "target_agent_id")
-        assert (await alice.inbox(InboxArgs(wait_seconds=0.5))).messages == []
-    finally:
-        alice.close()
-        bob.close()
+    await federate(a, b, key_a=key_a, trust=trust)
+    with pytest.raises(RouterError) as refused:
+        await bob.send_message(note("alice@hub-a", "let me in"))
+    assert (refused.value.info.code, refused.value.info.field) == ("remote_refused", "target_agent_id")
+    assert (await alice.inbox(InboxArgs(wait_seconds=0.5))).messages == []
 
 
 async def test_a_registration_under_api_key_needs_a_key(hubs):
@@ -169,17 +163,13 @@ async def test_a_registration_under_api_key_needs_a_key(hubs):
     assert (answer.status_code, answer.json()["field"]) == (422, "accept_key")
 
 
-async def test_an_agent_the_hub_does_not_know_is_a_tool_error(hubs):
+async def test_an_agent_the_hub_does_not_know_is_a_tool_error(hubs, bob):
     a, b = hubs
-    bob = await join(b, "bob")
-    try:
-        await register(b, a)
-        with pytest.raises(RouterError) as failure:
-            await bob.send_message(note("nobody@hub-a", "anyone?"))
-        assert (failure.value.info.code, failure.value.info.field) == ("remote_unreachable", "target_agent_id")
-        assert "HTTP 404" in failure.value.info.message
-    finally:
-        bob.close()
+    await register(b, a)
+    with pytest.raises(RouterError) as failure:
+        await bob.send_message(note("nobody@hub-a", "anyone?"))
+    assert (failure.value.info.code, failure.value.info.field) == ("remote_unreachable", "target_agent_id")
+    assert "HTTP 404" in failure.value.info.message
 
 
 @pytest.fixture(scope="module")
@@ -191,48 +181,41 @@ def token_server() -> Iterator[str]:
 
 
 @pytest.mark.parametrize(("secret", "delivered"), [("secret-of-hub-b", True), ("a-guess", False)], ids=["ok", "bad"])
-async def test_under_bearer_the_sending_hub_gets_its_token_by_client_credentials(hubs, token_server, secret, delivered):
+async def test_under_bearer_the_sending_hub_gets_its_token_by_client_credentials(
+    hubs, alice, bob, token_server, secret, delivered
+):
     a, b = hubs
-    alice, bob = await join(a, "alice"), await join(b, "bob")
-    try:
+    async with httpx.AsyncClient(timeout=15) as http:
+        oauth = {"token_url": f"{token_server}/token", "client_id": "hub-b", "client_secret": secret}
+        on_b = await http.post(f"{b}/registry", json={"card_url": a, "trust": "bearer", **oauth})
+        on_a = await http.post(
+            f"{a}/registry", json={"card_url": b, "trust": "bearer", "accept_key": "token-of-hub-b-0123456789"}
+        )
+        assert (on_b.status_code, on_a.status_code) == (201, 201)
+        assert "client_secret" not in on_b.json()
+        issued = (await http.get(f"{token_server}/issued")).json()["issued"]
+    if delivered:
+        for n in range(2):
+            assert (await bob.send_message(note("alice@hub-a", f"bearer {n}"))).delivered is True
+        got = (await alice.inbox(InboxArgs(wait_seconds=5, max_messages=2))).messages
+        assert [(m.from_agent, m.payload["text"]) for m in got] == [
+            ("bob@hub-b", "bearer 0"),
+            ("bob@hub-b", "bearer 1"),
+        ]
         async with httpx.AsyncClient(timeout=15) as http:
-            oauth = {"token_url": f"{token_server}/token", "client_id": "hub-b", "client_secret": secret}
-            on_b = await http.post(f"{b}/registry", json={"card_url": a, "trust": "bearer", **oauth})
-            on_a = await http.post(
-                f"{a}/registry", json={"card_url": b, "trust": "bearer", "accept_key": "token-of-hub-b-0123456789"}
-            )
-            assert (on_b.status_code, on_a.status_code) == (201, 201)
-            assert "client_secret" not in on_b.json()
-            issued = (await http.get(f"{token_server}/issued")).json()["issued"]
-        if delivered:
-            for n in range(2):
-                assert (await bob.send_message(note("alice@hub-a", f"bearer {n}"))).delivered is True
-            got = (await alice.inbox(InboxArgs(wait_seconds=5, max_messages=2))).messages
-            assert [(m.from_agent, m.payload["text"]) for m in got] == [
-                ("bob@hub-b", "bearer 0"),
-                ("bob@hub-b", "bearer 1"),
-            ]
-            async with httpx.AsyncClient(timeout=15) as http:
-                assert (await http.get(f"{token_server}/issued")).json()["issued"] == issued + 1  # kept, not refetched
-        else:
-            with pytest.raises(RouterError) as refused:
-                await bob.send_message(note("alice@hub-a", "let me in"))
-            assert refused.value.info.code == "remote_refused"
-            assert "token URL" in refused.value.info.message
-    finally:
-        alice.close()
-        bob.close()
+            assert (await http.get(f"{token_server}/issued")).json()["issued"] == issued + 1  # kept, not refetched
+    else:
+        with pytest.raises(RouterError) as refused:
+            await bob.send_message(note("alice@hub-a", "let me in"))
+        assert refused.value.info.code == "remote_refused"
+        assert "token URL" in refused.value.info.message
 
 
-async def test_the_hub_card_declares_what_federated_hubs_present_and_agent_cards_do_not(hubs):
+async def test_the_hub_card_declares_what_federated_hubs_present_and_agent_cards_do_not(hubs, alice):
     a, _ = hubs
-    alice = await join(a, "alice")
-    try:
-        async with httpx.AsyncClient(timeout=15) as http:
-            hub = (await http.get(f"{a}/.well-known/agent-card.json")).json()
-            agent = (await http.get(f"{a}/agents/alice/.well-known/agent-card.json")).json()
-        assert hub["securitySchemes"]["hubKey"]["apiKeySecurityScheme"]["name"] == "X-A2A-Hub-Key"
-        assert hub["securitySchemes"]["hubToken"]["httpAuthSecurityScheme"]["scheme"] == "bearer"
-        assert "securitySchemes" not in agent  # an ordinary client needs nothing (no join token here)
-    finally:
-        alice.close()
+    async with httpx.AsyncClient(timeout=15) as http:
+        hub = (await http.get(f"{a}/.well-known/agent-card.json")).json()
+        agent = (await http.get(f"{a}/agents/alice/.well-known/agent-card.json")).json()
+    assert hub["securitySchemes"]["hubKey"]["apiKeySecurityScheme"]["name"] == "X-A2A-Hub-Key"
+    assert hub["securitySchemes"]["hubToken"]["httpAuthSecurityScheme"]["scheme"] == "bearer"
+    assert "securitySchemes" not in agent  # an ordinary client needs nothing (no join token here)

@@ -9,34 +9,27 @@ remote agent (an inbound task is answered, and so ended, with ``a2a_reply``).
 
 from __future__ import annotations
 
-import asyncio
-
-import httpx
-from a2a.client import A2AClientError
 from a2a.helpers.proto_helpers import get_data_parts, get_text_parts
 from a2a.server.context import ServerCallContext
-from a2a.types.a2a_pb2 import ListTasksRequest, Message, Part, Role, Task, TaskState
+from a2a.types.a2a_pb2 import ListTasksRequest, Message, Part, Role, Task
 
 from ...protocol import ErrorInfo, TaskInfo, TaskPart, TasksRequest, TasksResult
+from ..background import Background
 from ..coordination import Waiter
 from ..registry import Answer
 from ..remotes.cards import CardError
-from .outbound import Outbound, task_state
-from .tasks import TaskStores, context_for, outbound_context_for
-
-_OVER = {"completed", "failed", "canceled", "rejected"}
+from .outbound import CLIENT_ERRORS, Outbound
+from .tasks import FINAL, TaskStores, context_for, outbound_context_for, state_name, state_value
 
 
 class TaskBook:
     def __init__(self, tasks: TaskStores, outbound: Outbound) -> None:
         self._store = tasks.store
         self._outbound = outbound
-        self._running: set[asyncio.Task[None]] = set()
+        self._running = Background()
 
     def handle(self, waiter: Waiter, request: TasksRequest, answer: Answer) -> None:
-        task = asyncio.create_task(self._run(waiter, request, answer))
-        self._running.add(task)
-        task.add_done_callback(self._running.discard)
+        self._running.spawn(self._run(waiter, request, answer))
 
     async def _run(self, waiter: Waiter, request: TasksRequest, answer: Answer) -> None:
         agent = waiter.agent_id
@@ -57,13 +50,13 @@ class TaskBook:
         direction, task = found[0]
         if request.action == "get":
             answer(waiter, TasksResult(tasks=[self._info(direction, task, views[direction], history=True)]))
-        elif direction == "inbound" or task_state(task.status.state) in _OVER:
+        elif direction == "inbound" or task.status.state in FINAL:
             why = "answer an inbound task with a2a_reply" if direction == "inbound" else "the task is over"
             answer(waiter, _error("task_not_cancelable", f"cannot cancel {request.task_id!r}: {why}"))
         else:
             try:
                 cancelled = await self._outbound.cancel(agent, request.task_id)
-            except (CardError, A2AClientError, httpx.HTTPError) as error:
+            except (CardError, *CLIENT_ERRORS) as error:
                 answer(waiter, _error("remote_refused", f"{type(error).__name__}: {error}"))
                 return
             answer(waiter, TasksResult(tasks=[self._info("outbound", cancelled, views["outbound"], history=True)]))
@@ -73,7 +66,7 @@ class TaskBook:
         if request.context_id:
             query.context_id = request.context_id
         if request.state:
-            query.status = TaskState.Value("TASK_STATE_" + request.state.upper().replace("-", "_"))
+            query.status = state_value(request.state)
         return [self._info(direction, task, view) for task in (await self._store.list(query, view)).tasks]
 
     def _info(self, direction: str, task: Task, view: ServerCallContext, history: bool = False) -> TaskInfo:
@@ -83,7 +76,7 @@ class TaskBook:
             context_id=task.context_id,
             direction="inbound" if direction == "inbound" else "outbound",
             peer=self._store.remote_of(task.id, view) if direction == "outbound" else None,
-            state=task_state(status.state),
+            state=state_name(status.state),
             updated_at=status.timestamp.ToNanoseconds() / 1e9 if status.HasField("timestamp") else None,
             status_text="\n".join(get_text_parts(list(status.message.parts))) or None,
             artifacts=[_part("artifact", list(a.parts), a.name) for a in task.artifacts],

@@ -47,8 +47,9 @@ from ...protocol import (
     ReceivedMessage,
     SendMessageArgs,
 )
+from ..background import Background
 from ..connection import CONTROL_PRIORITY, DropCallback
-from .tasks import HUB_KEY, STATES, TaskStores
+from .tasks import HUB_KEY, TaskStores, state_value
 
 if TYPE_CHECKING:
     from ..limits import RateLimit
@@ -110,7 +111,7 @@ class Bridge:
         self.tasks = tasks
         self.agent = Agent(Hello(agent_id=A2A_BRIDGE_ID, agent_type="a2a-bridge"), inbox_limit=100_000)
         self._waiting: dict[str, asyncio.Queue[A2AReply]] = {}
-        self._late: set[asyncio.Task[None]] = set()  # late answers being written to the task store
+        self._late = Background()  # late answers being written to the task store
         self._link: InProcessLink | None = None
         self.agent.on_message(self._received)
         # Whether direct messages from hub H, presenting key K, are refused (why) or taken (None);
@@ -147,9 +148,7 @@ class Bridge:
             queue.put_nowait(reply)
             return
         # Nobody waits (the router restarted since the request): write it to the stored task.
-        late = asyncio.ensure_future(self._apply_late(message.from_agent, reply))
-        self._late.add(late)
-        late.add_done_callback(self._late.discard)
+        self._late.spawn(self._apply_late(message.from_agent, reply))
 
     async def _apply_late(self, agent_id: str, reply: A2AReply) -> None:
         if not await self.tasks.apply(agent_id, reply, _parts(reply)):
@@ -268,7 +267,7 @@ class MeshExecutor(AgentExecutor):
         elif reply.state == "input-required":
             await updater.requires_input(message)
         else:
-            await updater.update_status(STATES[reply.state], message)
+            await updater.update_status(state_value(reply.state), message)
 
     @staticmethod
     def _text(task: Any, text: str) -> Any:

@@ -36,6 +36,11 @@ def agent_url(base_url: str, agent_id: str) -> str:
     return f"{base_url}/agents/{agent_id}"
 
 
+def _json_rpc(url: str) -> list[AgentInterface]:
+    """JSON-RPC at ``url`` for A2A 1.0 and 0.3 clients (the SDK serves both there): a dual-stack card."""
+    return [AgentInterface(url=url, protocol_binding="JSONRPC", protocol_version=version) for version in ("1.0", "0.3")]
+
+
 def agent_card(record: AgentRecord, base_url: str, settings: RouterSettings) -> AgentCard:
     """The card of one agent of the mesh: JSON-RPC at ``/agents/X``, its capabilities as skills."""
     url = agent_url(base_url, record.agent_id)
@@ -54,10 +59,7 @@ def agent_card(record: AgentRecord, base_url: str, settings: RouterSettings) -> 
         name=record.agent_id,
         description=f"{record.agent_type} agent {record.agent_id!r} of a webmcp-a2a mesh, reached through its router",
         version=VERSION,
-        supported_interfaces=[
-            AgentInterface(url=url, protocol_binding="JSONRPC", protocol_version="1.0"),
-            AgentInterface(url=url, protocol_binding="JSONRPC", protocol_version="0.3"),
-        ],
+        supported_interfaces=_json_rpc(url),
         capabilities=AgentCapabilities(streaming=True, extended_agent_card=bool(settings.join_tokens)),
         default_input_modes=MODES,
         default_output_modes=MODES,
@@ -99,10 +101,7 @@ def hub_card(records: list[AgentRecord], base_url: str, settings: RouterSettings
             "registry at /registry (JSON: POST a card_url to register, GET ?q=&skill=&tag=&capability= to search)."
         ),
         version=VERSION,
-        supported_interfaces=[
-            AgentInterface(url=root, protocol_binding="JSONRPC", protocol_version="1.0"),
-            AgentInterface(url=root, protocol_binding="JSONRPC", protocol_version="0.3"),
-        ],
+        supported_interfaces=_json_rpc(root),
         capabilities=AgentCapabilities(
             streaming=False,
             extended_agent_card=bool(settings.join_tokens),

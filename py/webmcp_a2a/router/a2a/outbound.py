@@ -13,14 +13,13 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import re
 import time
 from collections import OrderedDict
 from collections.abc import AsyncIterator
 from typing import Any
 
 import httpx
-from a2a.client import A2AClientError, ClientConfig, create_client
+from a2a.client import A2AClientError, Client, ClientConfig, create_client
 from a2a.client.client import ClientCallContext
 from a2a.helpers.proto_helpers import get_data_parts, get_text_parts, new_data_part, new_text_part
 from a2a.server.tasks.task_manager import append_artifact_to_task
@@ -48,13 +47,14 @@ from ...protocol import (
     SendMessageArgs,
     SendResult,
 )
+from ..background import Background
 from ..coordination import Waiter
 from ..registry import Answer
-from ..remotes.cards import CardError, card_url, fetch_card, parse_card
+from ..remotes.cards import CardError, card_url, fetch_card
 from ..remotes.catalog import Catalog
 from ..remotes.credentials import Credentials
 from .bridge import Bridge
-from .tasks import outbound_context_for
+from .tasks import outbound_context_for, state_name
 
 log = logging.getLogger("webmcp_a2a.router.a2a.outbound")
 
@@ -62,6 +62,7 @@ log = logging.getLogger("webmcp_a2a.router.a2a.outbound")
 REMEMBERED_SENDS = 10_000  # (sender, message id) of recent sends, so a resend starts no second remote task
 POLL_FIRST, POLL_MAX = 0.5, 5.0  # seconds between GetTask calls to an agent that does not stream
 _OPEN = {"submitted", "working"}
+CLIENT_ERRORS = (A2AClientError, httpx.HTTPError, ValueError)  # what the SDK client raises for a bad exchange
 _CODES = {"unreachable": "remote_unreachable", "invalid": "remote_invalid", "refused": "remote_refused"}
 
 
@@ -76,7 +77,7 @@ class Outbound:
         self._http = httpx.AsyncClient(timeout=httpx.Timeout(fetch_timeout, read=None), follow_redirects=True)
         self._credentials = Credentials(self._http)
         self._cards: dict[str, tuple[AgentCard, str | None, float]] = {}  # card URL -> card, ETag, fresh until
-        self._running: set[asyncio.Task[None]] = set()
+        self._running = Background()
         self._sends: OrderedDict[tuple[str, str], asyncio.Future[BaseModel | ErrorInfo]] = OrderedDict()
 
     def handles(self, target: str) -> bool:
@@ -102,32 +103,28 @@ class Outbound:
                 outcome.set_result(result)
             answer(to, result)
 
-        task = asyncio.create_task(self._run(waiter, envelope, answered))
-        self._running.add(task)
-        task.add_done_callback(self._running.discard)
+        self._running.spawn(self._run(waiter, envelope, answered))
 
     async def stop(self) -> None:
-        for task in list(self._running):
-            task.cancel()
-        await asyncio.gather(*self._running, return_exceptions=True)
+        await self._running.cancel()
         await self._http.aclose()
 
     async def _run(self, waiter: Waiter, envelope: Envelope, answer: Answer) -> None:
         target = envelope.to_agent
+        federated_message = envelope.message_type != "task_request" and self._catalog.hub_agent_url(target) is not None
         try:
-            card = await self._card(target)
-            headers = await self._credentials.headers_for(self._catalog.record_for(target))
+            client, call, streaming = await self._connect(target, stream=not federated_message)
         except CardError as error:
             answer(waiter, ErrorInfo(code=_CODES[error.kind], message=str(error), field="target_agent_id"))
             return
-        call = ClientCallContext(service_parameters=headers or None)
-        if envelope.message_type != "task_request" and self._catalog.hub_agent_url(target) is not None:
-            await self._relay(waiter, envelope, card, call, answer)
+        except CLIENT_ERRORS as error:
+            answer(waiter, _client_error(target, error))
             return
-        streaming = card.capabilities.streaming
+        if federated_message:
+            await self._relay(waiter, envelope, client, call, answer)
+            return
         answered: A2ARemoteUpdate | None = None
         try:
-            client = await create_client(card, ClientConfig(httpx_client=self._http, streaming=streaming))
             request = SendMessageRequest(message=_message(envelope))
             request.configuration.return_immediately = not streaming
             async for event, update in self._updates(client, request, target, streaming, call):
@@ -145,12 +142,11 @@ class Outbound:
                         ),
                     )
                 await self._forward(waiter.agent_id, update)
-        except (A2AClientError, httpx.HTTPError, ValueError) as error:
-            message = f"{target}: {type(error).__name__}: {error}"
+        except CLIENT_ERRORS as error:
             if answered is None:
-                code = "remote_unreachable" if isinstance(error, httpx.TransportError) else "remote_refused"
-                answer(waiter, ErrorInfo(code=code, message=message, field="target_agent_id"))
+                answer(waiter, _client_error(target, error))
             else:  # the sender is told: its task's last word is this failure
+                message = _client_error(target, error).message
                 log.info("the task at %s ended in an error: %s", target, message)
                 last_word: dict[str, Any] = {
                     "state": "failed",
@@ -161,8 +157,17 @@ class Outbound:
                 }
                 await self._forward(waiter.agent_id, answered.model_copy(update=last_word))
 
+    async def _connect(self, target: str, stream: bool) -> tuple[Client, ClientCallContext, bool]:
+        """The SDK client for ``target`` (streaming when asked and its card offers it), and the call
+        context that carries our credentials for it."""
+        card = await self._card(target)
+        headers = await self._credentials.headers_for(self._catalog.record_for(target))
+        streaming = stream and card.capabilities.streaming
+        client = await create_client(card, ClientConfig(httpx_client=self._http, streaming=streaming))
+        return client, ClientCallContext(service_parameters=headers or None), streaming
+
     async def _updates(
-        self, client: Any, request: SendMessageRequest, target: str, streaming: bool, call: ClientCallContext
+        self, client: Client, request: SendMessageRequest, target: str, streaming: bool, call: ClientCallContext
     ) -> AsyncIterator[tuple[StreamResponse, A2ARemoteUpdate]]:
         last: A2ARemoteUpdate | None = None
         async for event in client.send_message(request, context=call):
@@ -181,7 +186,7 @@ class Outbound:
             last = current
 
     async def _relay(
-        self, waiter: Waiter, envelope: Envelope, card: AgentCard, call: ClientCallContext, answer: Answer
+        self, waiter: Waiter, envelope: Envelope, client: Client, call: ClientCallContext, answer: Answer
     ) -> None:
         """A direct message to ``ID@HUB``: the envelope crosses to the hub inside an A2A message, the
         hub delivers it from ``SENDER@US``; its delivery result is the send's result."""
@@ -195,15 +200,13 @@ class Outbound:
         message = Message(role=Role.ROLE_USER, message_id=envelope.message_id, parts=[new_data_part(envelope.payload)])
         message.metadata.update({FEDERATED_ENVELOPE_KEY: carried.model_dump(mode="json")})
         try:
-            client = await create_client(card, ClientConfig(httpx_client=self._http, streaming=False))
             (event,) = [event async for event in client.send_message(SendMessageRequest(message=message), context=call)]
-        except (A2AClientError, httpx.HTTPError, ValueError) as error:
-            code = "remote_unreachable" if isinstance(error, httpx.TransportError) else "remote_refused"
-            answer(waiter, ErrorInfo(code=code, message=f"{envelope.to_agent}: {error}", field="target_agent_id"))
+        except CLIENT_ERRORS as error:
+            answer(waiter, _client_error(envelope.to_agent, error))
             return
         status = event.task.status
         if status.state != TaskState.TASK_STATE_COMPLETED:
-            why = "\n".join(get_text_parts(list(status.message.parts))) or task_state(status.state)
+            why = "\n".join(get_text_parts(list(status.message.parts))) or state_name(status.state)
             answer(
                 waiter, ErrorInfo(code="remote_refused", message=f"{envelope.to_agent}: {why}", field="target_agent_id")
             )
@@ -237,12 +240,8 @@ class Outbound:
         target = self._tasks.store.remote_of(task_id, context)
         if target is None:
             raise CardError("invalid", f"no outbound task {task_id!r}")
-        card = await self._card(target)
-        headers = await self._credentials.headers_for(self._catalog.record_for(target))
-        client = await create_client(card, ClientConfig(httpx_client=self._http, streaming=False))
-        task = await client.cancel_task(
-            CancelTaskRequest(id=task_id), context=ClientCallContext(service_parameters=headers)
-        )
+        client, call, _ = await self._connect(target, stream=False)
+        task = await client.cancel_task(CancelTaskRequest(id=task_id), context=call)
         await self._tasks.store.save(task, context)
         return task
 
@@ -259,7 +258,7 @@ class Outbound:
     async def _card(self, target: str) -> AgentCard:
         registered = self._catalog.get(target)
         if registered is not None:
-            return parse_card(registered.card)
+            return registered.parsed
         url = card_url(self._catalog.hub_agent_url(target) or target)  # ID@HUB: the agent's card on its hub
         cached = self._cards.get(url)
         if cached is not None and cached[2] > time.monotonic():
@@ -270,6 +269,12 @@ class Outbound:
             raise CardError("invalid", f"{url}: not modified, but no card is cached")
         self._cards[url] = (card, fetched.etag, time.monotonic() + fetched.max_age)
         return card
+
+
+def _client_error(target: str, error: Exception) -> ErrorInfo:
+    """A failure of the SDK client as the sender's tool error: unreachable, or refused."""
+    code = "remote_unreachable" if isinstance(error, httpx.TransportError) else "remote_refused"
+    return ErrorInfo(code=code, message=f"{target}: {type(error).__name__}: {error}", field="target_agent_id")
 
 
 def _message(envelope: Envelope) -> Message:
@@ -314,18 +319,12 @@ def _update(agent: str, event: StreamResponse) -> A2ARemoteUpdate:
         )
     else:
         task_id, context_id, status = event.task.id, event.task.context_id, event.task.status
-    state = task_state(status.state)
+    state = state_name(status.state)
     final = state not in (*_OPEN, "input-required", "auth-required")
     return A2ARemoteUpdate(
         agent=agent, task_id=task_id, context_id=context_id, state=state, final=final,
         **_content(list(status.message.parts)),
     )  # fmt: skip
-
-
-def task_state(state: int) -> Any:
-    """``TASK_STATE_INPUT_REQUIRED`` -> ``input-required``."""
-    name = re.sub(r"^TASK_STATE_", "", TaskState.Name(state)).lower().replace("_", "-")
-    return "unknown" if name == "unspecified" else name
 
 
 def _content(parts: list[Part]) -> dict[str, Any]:

@@ -20,7 +20,7 @@ request and the answer) is applied here, to the stored task: :meth:`TaskStores.a
 from __future__ import annotations
 
 import sqlite3
-from typing import Any
+from typing import Any, cast
 
 from a2a.helpers.proto_helpers import new_artifact, new_message
 from a2a.server.context import ServerCallContext
@@ -32,7 +32,7 @@ from a2a.utils.errors import InvalidParamsError
 from a2a.utils.task import ListTasksCursor, decode_list_tasks_cursor, decode_page_token, encode_list_tasks_cursor
 from starlette.requests import Request
 
-from ...protocol import HUB_KEY_HEADER, A2AReply
+from ...protocol import HUB_KEY_HEADER, A2AReply, TaskStateName
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS a2a_tasks (
@@ -59,13 +59,17 @@ FINAL = {
     TaskState.TASK_STATE_CANCELED,
     TaskState.TASK_STATE_REJECTED,
 }
-STATES = {
-    "working": TaskState.TASK_STATE_WORKING,
-    "input-required": TaskState.TASK_STATE_INPUT_REQUIRED,
-    "completed": TaskState.TASK_STATE_COMPLETED,
-    "failed": TaskState.TASK_STATE_FAILED,
-    "rejected": TaskState.TASK_STATE_REJECTED,
-}
+
+
+def state_value(name: str) -> TaskState:
+    """A task state as the mesh names it, as the SDK's enum: ``input-required`` -> ``TASK_STATE_INPUT_REQUIRED``."""
+    return cast(TaskState, TaskState.Value("TASK_STATE_" + name.upper().replace("-", "_")))
+
+
+def state_name(state: TaskState) -> TaskStateName:
+    """The SDK's enum as the mesh names it: ``TASK_STATE_INPUT_REQUIRED`` -> ``input-required``."""
+    name = TaskState.Name(state).removeprefix("TASK_STATE_").lower().replace("_", "-")
+    return "unknown" if name == "unspecified" else cast(TaskStateName, name)
 
 
 AGENT_KEY = "webmcp_a2a.agent_id"
@@ -214,7 +218,7 @@ class TaskStores:
             task.artifacts.append(new_artifact(parts, name=reply.artifact_name))
             parts = []
         if reply.state != "working" or parts:
-            task.status.state = STATES[reply.state]
+            task.status.state = state_value(reply.state)
             if parts:
                 task.status.message.CopyFrom(new_message(parts, context_id=task.context_id, task_id=task.id))
             task.status.timestamp.GetCurrentTime()

@@ -12,15 +12,15 @@ import re
 import sqlite3
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass
 from typing import Annotated, Any, Literal
 
 from a2a.types.a2a_pb2 import AgentCard
-from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationInfo, field_validator
 
-from ...protocol import AgentId
+from ...protocol import AgentId, AgentInfo, AgentStatus
 from .cards import DIRECTORY_SKILL, hub_name, parse_card
 
+REMOTE_TYPE = "remote"  # the agent_type registered remote agents are listed with
 Tag = Annotated[str, Field(min_length=1, max_length=64)]
 Key = Annotated[str, Field(min_length=16, max_length=256)]
 Trust = Literal["none", "api-key", "bearer"]
@@ -70,9 +70,14 @@ class RemoteAgent(BaseModel):
         """The record as the API shows it: secrets left out."""
         return self.model_dump(mode="json", exclude={"send_key", "accept_key", "client_secret"})
 
+    _parsed: tuple[dict[str, Any], AgentCard] | None = PrivateAttr(None)
+
     @property
     def parsed(self) -> AgentCard:
-        return parse_card(self.card)  # microseconds; registries are small and cards change under us
+        """The card as the SDK reads it: parsed once per card (a fetched card replaces the dict)."""
+        if self._parsed is None or self._parsed[0] is not self.card:
+            self._parsed = (self.card, parse_card(self.card))
+        return self._parsed[1]
 
     @property
     def online(self) -> bool:
@@ -83,20 +88,37 @@ class RemoteAgent(BaseModel):
         """The hub's own name, when this is a webmcp-a2a hub's card."""
         return hub_name(self.parsed)
 
-    def hub_agents(self) -> list[HubAgent]:
-        """A hub's agents, as its card lists them (a skill each: tags = type, status, capabilities)."""
-        if self.hub is None:
+    def info(self) -> AgentInfo:
+        """How ``a2a_discover`` lists it: type ``remote``, its skills as capabilities."""
+        return AgentInfo(
+            agent_id=self.id,
+            agent_type=REMOTE_TYPE,
+            capabilities=self.skill_ids(),
+            region=None,
+            status="online" if self.online else "offline",
+            last_seen=self.health.checked_at or self.registered_at,
+            remote=True,
+            url=self.card_url,
+        )
+
+    def hub_agents(self) -> list[AgentInfo]:
+        """A hub's agents as ``ID@HUB``, as its card lists them (a skill each: tags = type, status,
+        capabilities); all offline while the hub's check fails."""
+        card = self.parsed
+        if hub_name(card) is None:
             return []
-        root = self.root_url
         return [
-            HubAgent(
+            AgentInfo(
                 agent_id=f"{skill.id}@{self.id}",
                 agent_type=skill.tags[0] if skill.tags else "agent",
-                status=skill.tags[1] if len(skill.tags) > 1 and self.online else "offline",
                 capabilities=list(skill.tags[2:]),
-                url=f"{root}/agents/{skill.id}",
+                region=None,
+                status=_status(skill.tags[1]) if len(skill.tags) > 1 and self.online else "offline",
+                last_seen=self.health.checked_at or self.registered_at,
+                remote=True,
+                url=f"{self.root_url}/agents/{skill.id}/.well-known/agent-card.json",
             )
-            for skill in self.parsed.skills
+            for skill in card.skills
             if skill.id != DIRECTORY_SKILL
         ]
 
@@ -124,17 +146,6 @@ class RemoteAgent(BaseModel):
             and (tag is None or tag in self.tags or any(tag in s.tags for s in card.skills))
             and (capability is None or _declares(card, capability) or capability in self.skill_ids())
         )
-
-
-@dataclass(frozen=True)
-class HubAgent:
-    """An agent of a federated hub, as this router addresses it: ``ID@HUB``."""
-
-    agent_id: str
-    agent_type: str
-    status: str
-    capabilities: list[str]
-    url: str  # its A2A endpoint on its hub; the card is under it
 
 
 class RegisterRequest(BaseModel):
@@ -223,9 +234,9 @@ class Catalog:
             "INSERT OR REPLACE INTO remote_agents (agent_id, record) VALUES (?, ?)", (agent.id, agent.model_dump_json())
         )
 
-    def delete(self, agent_id: str) -> bool:
+    def delete(self, agent_id: str) -> None:
         self._db.execute("DELETE FROM remote_agents WHERE agent_id = ?", (agent_id,))
-        return self._agents.pop(agent_id, None) is not None
+        self._agents.pop(agent_id, None)
 
     def record_for(self, target: str) -> RemoteAgent | None:
         """The registration that governs ``target``: its own, or its hub's for ``ID@HUB``."""
@@ -242,6 +253,10 @@ class Catalog:
 
     def search(self, **criteria: str | None) -> list[RemoteAgent]:
         return [agent for agent in self._agents.values() if agent.matches(**criteria)]
+
+
+def _status(listed: str) -> AgentStatus:
+    return "busy" if listed == "busy" else "offline" if listed == "offline" else "online"
 
 
 def _declares(card: AgentCard, capability: str) -> bool:

@@ -13,11 +13,9 @@ import httpx
 
 from ...protocol import AgentInfo
 from .cards import CardError, card_url, fetch_card, hub_name
-from .catalog import Catalog, RegisterRequest, RemoteAgent, UpdateRequest, id_from_name
+from .catalog import REMOTE_TYPE, Catalog, Health, RegisterRequest, RemoteAgent, UpdateRequest, id_from_name
 
 log = logging.getLogger("webmcp_a2a.router.remotes")
-
-REMOTE_TYPE = "remote"  # the agent_type remote agents are listed with
 
 
 class RegistryError(Exception):
@@ -66,17 +64,9 @@ class Remotes:
             card_url=url,
             card=fetched.data,
             etag=fetched.etag,
-            tags=request.tags,
-            notes=request.notes,
-            facts=request.facts,
-            trust=request.trust,
-            send_key=request.send_key,
-            accept_key=request.accept_key,
-            token_url=request.token_url,
-            client_id=request.client_id,
-            client_secret=request.client_secret,
+            health=Health(status="ok", checked_at=time.time(), latency_ms=fetched.latency_ms),
+            **request.model_dump(exclude={"id", "card_url"}),
         )
-        agent.health.status, agent.health.checked_at, agent.health.latency_ms = "ok", time.time(), fetched.latency_ms
         self.catalog.save(agent)
         return agent
 
@@ -101,8 +91,7 @@ class Remotes:
         return None
 
     def forget(self, agent_id: str) -> None:
-        if not self.catalog.delete(agent_id):
-            raise RegistryError(404, f"no remote agent {agent_id!r} in the registry")
+        self.catalog.delete(self.known(agent_id).id)
 
     async def check(self, agent_id: str) -> RemoteAgent:
         """Fetch the card again (conditionally): the agent's health now, and its card if it changed."""
@@ -125,40 +114,20 @@ class Remotes:
         return checked
 
     def discover(self, agent_type: str | None, capability: str | None, include_offline: bool) -> list[AgentInfo]:
-        """Remote agents as ``a2a_discover`` lists them: type ``remote``, skills as capabilities."""
+        """Registered remote agents (type ``remote``) and the agents of registered hubs (``ID@HUB``)."""
         found = [
-            AgentInfo(
-                agent_id=member.agent_id,
-                agent_type=member.agent_type,
-                capabilities=member.capabilities,
-                region=None,
-                status="offline" if member.status == "offline" else "busy" if member.status == "busy" else "online",
-                last_seen=agent.health.checked_at or agent.registered_at,
-                remote=True,
-                url=f"{member.url}/.well-known/agent-card.json",
-            )
+            member
             for agent in self.catalog
             for member in agent.hub_agents()
             if (include_offline or member.status != "offline")
             and agent_type in (None, member.agent_type)
             and capability in (None, *member.capabilities)
         ]
-        if agent_type not in (None, REMOTE_TYPE):
-            return found
-        return found + [
-            AgentInfo(
-                agent_id=agent.id,
-                agent_type=REMOTE_TYPE,
-                capabilities=agent.skill_ids(),
-                region=None,
-                status="online" if agent.online else "offline",
-                last_seen=agent.health.checked_at or agent.registered_at,
-                remote=True,
-                url=agent.card_url,
-            )
-            for agent in self.catalog.search(capability=capability)
-            if include_offline or agent.online
-        ]
+        if agent_type in (None, REMOTE_TYPE):
+            found += [
+                agent.info() for agent in self.catalog.search(capability=capability) if include_offline or agent.online
+            ]
+        return found
 
     def known(self, agent_id: str) -> RemoteAgent:
         agent = self.catalog.get(agent_id)
