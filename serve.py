@@ -98,6 +98,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         metavar="AGENT_ID",
         help="forget AGENT_ID's owner, kept messages and subscriptions in --store (with the router stopped), then exit",
     )
+    tls = parser.add_argument_group("TLS (HTTPS and WSS; trust tier mtls between hubs)")
+    for flag, name in (("--tls-cert", "tls_cert"), ("--tls-key", "tls_key"), ("--tls-client-ca", "tls_client_ca")):
+        tls.add_argument(flag, dest=name, metavar="PEM", help=RouterSettings.model_fields[name].description)
     parser.add_argument(
         "--hub-name",
         help="this router's name among federated hubs: another hub that registers this one reaches agent X "
@@ -109,7 +112,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         help="offer per-message compression (off by default: costs CPU and ~41 KB per connection)",
     )
     parser.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
-    return parser.parse_args(argv)
+    args = parser.parse_args(argv)
+    if (args.tls_key or args.tls_client_ca) and not args.tls_cert:
+        parser.error("--tls-key and --tls-client-ca need --tls-cert")
+    return args
 
 
 def _origin(text: str) -> str:
@@ -135,6 +141,9 @@ def settings_of(args: argparse.Namespace) -> RouterSettings:
         signing_keys=json.loads(args.signing_keys.read_text()) if args.signing_keys else {},
         require_signatures=args.require_signatures,
         hub_name=args.hub_name or f"hub-{args.port}",
+        tls_cert=args.tls_cert,
+        tls_key=args.tls_key,
+        tls_client_ca=args.tls_client_ca,
         **{name: getattr(args, name) for name in SETTING_FLAGS.values()},
     )
 
@@ -144,6 +153,7 @@ def exposure_warnings(args: argparse.Namespace, settings: RouterSettings) -> lis
     if args.host in LOOPBACK_NAMES:
         return []
     warnings = []
+    scheme = "https" if settings.tls_cert else "http"
     if not settings.join_tokens:
         warnings.append(
             f"WARNING: listening on {args.host} without a join token: anyone who reaches this port "
@@ -151,7 +161,7 @@ def exposure_warnings(args: argparse.Namespace, settings: RouterSettings) -> lis
         )
     if not settings.allowed_origins:
         warnings.append(
-            f"pages are allowed from {', '.join(server_origins(args.host, args.port))} only: open them under "
+            f"pages are allowed from {', '.join(server_origins(args.host, args.port, scheme))} only: open them under "
             "another name (this machine's address, a proxy) after adding it with --allow-origin"
         )
     return warnings
@@ -172,7 +182,8 @@ def main(argv: list[str] | None = None) -> None:
     config = uvicorn_config(settings, args.host, args.port, ws_deflate=args.ws_deflate, log_level=args.log_level)
     server = uvicorn.Server(config)
     shown = "127.0.0.1" if args.host in WILDCARD_HOSTS else args.host  # a wildcard is no page's origin
-    print(f"webmcp-a2a: open http://{shown}:{args.port}/  (router at ws://{shown}:{args.port}/a2a)", flush=True)
+    http, ws = ("https", "wss") if settings.tls_cert else ("http", "ws")
+    print(f"webmcp-a2a: open {http}://{shown}:{args.port}/  (router at {ws}://{shown}:{args.port}/a2a)", flush=True)
     server.run()  # uvicorn handles Ctrl-C: stops accepting, closes sockets, returns
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import socket
+import ssl
 import subprocess
 import sys
 import threading
@@ -18,6 +19,7 @@ import pytest
 import uvicorn
 from starlette.applications import Starlette
 
+from tests.certificates import PKI
 from webmcp_a2a.router import RouterSettings
 from webmcp_a2a.router.routing import Router
 from webmcp_a2a.router.server import uvicorn_config
@@ -72,11 +74,13 @@ class RunningRouter:
 
 
 def wait_until_answers(url: str, process: subprocess.Popen[bytes], timeout: float = 30) -> None:
-    """Until a GET of ``url`` answers 2xx; RuntimeError when ``process`` exits first or time runs out."""
+    """Until a GET of ``url`` answers 2xx; RuntimeError when ``process`` exits first or time runs out.
+    (An HTTPS server's certificate is not checked: this only asks whether it is up.)"""
     deadline = time.monotonic() + timeout
+    unchecked = ssl._create_unverified_context()
     while True:
         try:
-            urllib.request.urlopen(url, timeout=1).read()
+            urllib.request.urlopen(url, timeout=1, context=unchecked).read()
             return
         except OSError:
             if time.monotonic() > deadline or process.poll() is not None:
@@ -95,7 +99,8 @@ def running_router(port: int | None = None, **settings):
 
 @contextmanager
 def serving(*flags: str, port: int | None = None) -> Iterator[str]:
-    """``serve.py`` itself, as a user runs it, with ``flags`` (on a free port by default); yields its URL."""
+    """``serve.py`` itself, as a user runs it, with ``flags`` (on a free port by default); yields its URL
+    (``https://`` when the flags give ``--tls-cert``)."""
     port = port or free_port()
     argv = [
         sys.executable,
@@ -107,7 +112,7 @@ def serving(*flags: str, port: int | None = None) -> Iterator[str]:
         "--store",
         ":memory:",
     ]
-    url = f"http://127.0.0.1:{port}"
+    url = f"{'https' if '--tls-cert' in flags else 'http'}://127.0.0.1:{port}"
     with spawned([*argv, *flags], f"{url}/healthz"):
         yield url
 
@@ -133,6 +138,12 @@ def spawned(argv: list[str], ready_url: str, **popen: Any) -> Iterator[subproces
     finally:
         process.terminate()
         process.wait(10)
+
+
+@pytest.fixture(scope="session")
+def pki(tmp_path_factory) -> PKI:
+    """Test certificates for HTTPS hubs and trust tier mtls (tests/certificates.py)."""
+    return PKI.create(tmp_path_factory.mktemp("pki"))
 
 
 @pytest.fixture(scope="session")

@@ -103,10 +103,11 @@ def chromium(playwright: Playwright, mode: str) -> Iterator[Browser]:
     browser.close()
 
 
-@pytest.fixture(scope="session")
-def mesh(chromium: Browser, mode: str, server_url: str) -> Iterator[Mesh]:
-    context = chromium.new_context()
-    mesh = Mesh(mode, server_url, context)
+@contextlib.contextmanager
+def new_mesh(chromium: Browser, mode: str, base_url: str, **context_options: Any) -> Iterator[Mesh]:
+    """A fresh browser context whose requests to other hosts than loopback are refused and noted."""
+    context = chromium.new_context(**context_options)
+    mesh = Mesh(mode, base_url, context)
 
     def only_local(route):
         if urlparse(route.request.url).hostname in LOCAL_HOSTS:
@@ -116,8 +117,16 @@ def mesh(chromium: Browser, mode: str, server_url: str) -> Iterator[Mesh]:
             route.abort()
 
     context.route("**/*", only_local)
-    yield mesh
-    context.close()
+    try:
+        yield mesh
+    finally:
+        context.close()
+
+
+@pytest.fixture(scope="session")
+def mesh(chromium: Browser, mode: str, server_url: str) -> Iterator[Mesh]:
+    with new_mesh(chromium, mode, server_url) as mesh:
+        yield mesh
 
 
 @pytest.fixture(autouse=True)

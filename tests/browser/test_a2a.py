@@ -7,6 +7,7 @@ test plays the AI through the page's tools) and raw A2A 0.3 JSON-RPC.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import threading
 import time
 import uuid
@@ -28,7 +29,8 @@ from a2a.types.a2a_pb2 import (
     TaskState,
 )
 
-from tests.browser.conftest import READY_TIMEOUT_MS, wait_until
+from tests.browser.conftest import READY_TIMEOUT_MS, new_mesh, wait_until
+from tests.certificates import PKI
 from tests.conftest import ROOT, free_port, sdk_agent, serving
 
 T = TypeVar("T")
@@ -330,27 +332,45 @@ def open_page_on(mesh, base_url: str, agent_id: str) -> Any:
     return page
 
 
-def test_pages_on_two_federated_hubs_exchange_a_direct_message_and_an_a2a_task(mesh):
-    key_a, key_b = "page-key-for-hub-a-0123", "page-key-for-hub-b-0123"
-    with serving("--hub-name", "east") as east, serving("--hub-name", "west") as west:
-        for here, there, send, accept in ((west, east, key_a, key_b), (east, west, key_b, key_a)):
-            registered = httpx.post(
-                f"{here}/registry",
-                json={"card_url": there, "trust": "api-key", "send_key": send, "accept_key": accept},
-                timeout=15,
-            )
+@contextlib.contextmanager
+def federated_hubs(tier: str, pki: PKI, chromium, mesh) -> Iterator[tuple[str, str, Any]]:
+    """Hubs ``east`` and ``west`` registered with each other under ``tier``, and the browser context to
+    open their pages in (under mtls the hubs serve HTTPS with the test CA's certificates, which the
+    browser is told to accept)."""
+    if tier == "api-key":
+        key_a, key_b = "page-key-for-hub-a-0123", "page-key-for-hub-b-0123"
+        with serving("--hub-name", "east") as east, serving("--hub-name", "west") as west:
+            for here, there, send, accept in ((west, east, key_a, key_b), (east, west, key_b, key_a)):
+                body = {"card_url": there, "trust": "api-key", "send_key": send, "accept_key": accept}
+                registered = httpx.post(f"{here}/registry", json=body, timeout=15)
+                assert registered.status_code == 201, registered.text
+            yield east, west, mesh
+        return
+    with (
+        serving("--hub-name", "east", *pki.serve_flags("server-a")) as east,
+        serving("--hub-name", "west", *pki.serve_flags("server-b")) as west,
+        new_mesh(chromium, mesh.mode, east, ignore_https_errors=True) as tls_mesh,
+    ):
+        for here, there, shows, expects in ((west, east, "client-b", "client-a"), (east, west, "client-a", "client-b")):
+            body = pki.mtls_registration(there, shows, expects)
+            registered = httpx.post(f"{here}/registry", json=body, timeout=15, verify=pki.trusting())
             assert registered.status_code == 201, registered.text
-        ann, ben = open_page_on(mesh, east, f"ann-{mesh.mode}"), open_page_on(mesh, west, f"ben-{mesh.mode}")
-        try:
-            note = {"target_agent_id": f"{ann.agent_id}@east", "message_type": "notification", "payload": {"hi": 1}}
-            assert mesh.call(ben, "a2a_send_message", note)["structuredContent"]["delivered"] is True
-            got = take_message(mesh, ann, lambda message: message["payload"] == {"hi": 1})
-            assert got["from_agent"] == f"{ben.agent_id}@west"
-            task = send_remote(mesh, ann, f"{ben.agent_id}@west", text="sweep the porch")
-            given = take_a2a_task(mesh, ben, "sweep the porch")
-            reply(mesh, ben, task_id=given["task_id"], text="swept")
-            answer = remote_updates(mesh, ann, task["remote_task_id"], lambda update: update["final"])[-1]
-            assert (answer["state"], answer["text"]) == ("completed", "swept")
-        finally:
-            ann.close()
-            ben.close()
+        yield east, west, tls_mesh
+        assert tls_mesh.foreign_requests == []
+
+
+@pytest.mark.parametrize("tier", ["api-key", "mtls"])
+def test_pages_on_two_federated_hubs_exchange_a_direct_message_and_an_a2a_task(mesh, chromium, pki, tier):
+    with federated_hubs(tier, pki, chromium, mesh) as (east, west, browser):
+        ann, ben = open_page_on(browser, east, f"ann-{mesh.mode}"), open_page_on(browser, west, f"ben-{mesh.mode}")
+        note = {"target_agent_id": f"{ann.agent_id}@east", "message_type": "notification", "payload": {"hi": 1}}
+        assert browser.call(ben, "a2a_send_message", note)["structuredContent"]["delivered"] is True
+        got = take_message(browser, ann, lambda message: message["payload"] == {"hi": 1})
+        assert got["from_agent"] == f"{ben.agent_id}@west"
+        task = send_remote(browser, ann, f"{ben.agent_id}@west", text="sweep the porch")
+        given = take_a2a_task(browser, ben, "sweep the porch")
+        reply(browser, ben, task_id=given["task_id"], text="swept")
+        answer = remote_updates(browser, ann, task["remote_task_id"], lambda update: update["final"])[-1]
+        assert (answer["state"], answer["text"]) == ("completed", "swept")
+        ann.close()
+        ben.close()

@@ -3,12 +3,15 @@ Two real ``serve.py`` processes on loopback, agents on each."""
 
 from __future__ import annotations
 
+import asyncio
+import ssl
 import sys
 from collections.abc import AsyncIterator, Iterator
 
 import httpx
 import pytest
 
+from tests.certificates import PKI
 from tests.conftest import ROOT, free_port, serving, spawned
 from webmcp_a2a.client.agent import Agent, RouterError
 from webmcp_a2a.client.cpython import connect
@@ -19,9 +22,9 @@ async def answer_as(name: str, task) -> None:
     await task.complete(f"{name} did: {task.text}")
 
 
-async def join(url: str, agent_id: str) -> Agent:
+async def join(url: str, agent_id: str, trusting: ssl.SSLContext | None = None) -> Agent:
     hello = Hello(agent_id=agent_id, agent_type="executor", capabilities=["chores"])
-    agent = await connect(url.replace("http", "ws") + "/a2a", hello, reconnect=False)
+    agent = await connect(url.replace("http", "ws") + "/a2a", hello, reconnect=False, ssl_context=trusting)
     agent.on_task(lambda task: answer_as(agent_id, task))
     return agent
 
@@ -219,3 +222,90 @@ async def test_the_hub_card_declares_what_federated_hubs_present_and_agent_cards
     assert hub["securitySchemes"]["hubKey"]["apiKeySecurityScheme"]["name"] == "X-A2A-Hub-Key"
     assert hub["securitySchemes"]["hubToken"]["httpAuthSecurityScheme"]["scheme"] == "bearer"
     assert "securitySchemes" not in agent  # an ordinary client needs nothing (no join token here)
+
+
+# --- trust tier mtls: each hub serves HTTPS and knows the other by its client certificate ---------
+
+
+@pytest.fixture
+async def tls_hubs(pki) -> AsyncIterator[tuple[str, str]]:
+    with (
+        serving("--hub-name", "hub-a", *pki.serve_flags("server-a")) as a,
+        serving("--hub-name", "hub-b", *pki.serve_flags("server-b")) as b,
+    ):
+        yield a, b
+
+
+async def federate_by_certificate(pki: PKI, a: str, b: str, b_shows: str = "client-b") -> None:
+    """Each hub registers the other under mtls; hub B shows ``b_shows``."""
+    async with httpx.AsyncClient(timeout=15, verify=pki.trusting()) as http:
+        for here, there, shows, expects in ((b, a, b_shows, "client-a"), (a, b, "client-a", "client-b")):
+            answer = await http.post(f"{here}/registry", json=pki.mtls_registration(there, shows, expects))
+            assert answer.status_code == 201, answer.text
+
+
+async def test_under_mtls_direct_messages_and_tasks_cross_between_https_hubs(pki, tls_hubs):
+    a, b = tls_hubs
+    await federate_by_certificate(pki, a, b)
+    alice, bob = await join(a, "alice", pki.trusting()), await join(b, "bob", pki.trusting())
+    try:
+        assert (await bob.send_message(note("alice@hub-a", "hi over tls"))).delivered is True
+        (got,) = (await alice.inbox(InboxArgs(wait_seconds=5))).messages
+        assert (got.from_agent, got.payload) == ("bob@hub-b", {"text": "hi over tls"})
+        task = await alice.send_message(
+            SendMessageArgs(target_agent_id="bob@hub-b", message_type="task_request", payload={"text": "ironing"})
+        )
+        assert (await final_answer(alice, task.remote_task_id or "")).text == "bob did: ironing"
+    finally:
+        alice.close()
+        bob.close()
+
+
+async def test_under_mtls_a_certificate_other_than_the_registered_one_is_refused(pki, tls_hubs):
+    a, b = tls_hubs
+    await federate_by_certificate(pki, a, b, b_shows="stranger")  # issued by the same CA, but not hub-b's
+    alice, bob = await join(a, "alice", pki.trusting()), await join(b, "bob", pki.trusting())
+    try:
+        with pytest.raises(RouterError) as refused:
+            await bob.send_message(note("alice@hub-a", "let me in"))
+        assert refused.value.info.code == "remote_refused"
+        assert "did not present the mtls credential" in refused.value.info.message
+        assert (await alice.inbox(InboxArgs(wait_seconds=0.5))).messages == []
+    finally:
+        alice.close()
+        bob.close()
+
+
+@pytest.mark.parametrize(
+    ("extra", "field"),
+    [({}, "accept_key"), ({"accept_key": "not-a-fingerprint-at-all"}, "accept_key"),
+     ({"client_cert": "/nonexistent/client.pem"}, "client_cert"), ({"ca_cert": "/nonexistent/ca.pem"}, "ca_cert")],
+    ids=["nothing", "bad-fingerprint", "missing-cert", "missing-ca"],
+)  # fmt: skip
+async def test_an_mtls_registration_names_the_field_it_cannot_use(pki, tls_hubs, extra, field):
+    a, b = tls_hubs
+    async with httpx.AsyncClient(timeout=15, verify=pki.trusting()) as http:
+        body = {"card_url": a, "trust": "mtls", "ca_cert": str(pki.ca.cert)}
+        if field != "accept_key":
+            body["accept_key"] = pki.issued["client-a"].fingerprint
+        answer = await http.post(f"{b}/registry", json=body | extra)
+    assert (answer.status_code, answer.json()["field"]) == (422, field)
+
+
+async def test_an_https_hub_card_declares_the_client_certificate_scheme_and_https_urls(pki, tls_hubs):
+    a, _ = tls_hubs
+    async with httpx.AsyncClient(timeout=15, verify=pki.trusting()) as http:
+        card = (await http.get(f"{a}/.well-known/agent-card.json")).json()
+    assert "mtlsSecurityScheme" in card["securitySchemes"]["hubCertificate"]
+    assert card["supportedInterfaces"][0]["url"].startswith("https://127.0.0.1:")
+
+
+async def test_an_https_hub_stops_on_sigterm_while_another_hub_keeps_an_idle_connection_to_it(pki):
+    with serving("--hub-name", "hub-a", *pki.serve_flags("server-a")) as a, serving(*pki.serve_flags("server-b")) as b:
+        async with httpx.AsyncClient(timeout=15, verify=pki.trusting()) as http:
+            answer = await http.post(f"{a}/registry", json={"card_url": b, "ca_cert": str(pki.ca.cert)})
+            assert answer.status_code == 201, answer.text
+        # Hub A's registry client now pools a connection to B that it does not read. Past uvicorn's 5 s
+        # keep-alive timeout B starts a TLS close, whose close_notify A answers only when it next reads.
+        await asyncio.sleep(6)
+    # Leaving the blocks sent SIGTERM to B, then A; each must exit within spawned()'s 10 s (not ~30 s).

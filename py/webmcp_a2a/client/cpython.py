@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import ssl
 from pathlib import Path
 from typing import Any
 
@@ -79,6 +80,7 @@ async def connect(
     reconnect: bool = True,
     credential_file: str | Path | None = None,
     on_task: TaskHandler | None = None,
+    ssl_context: ssl.SSLContext | None = None,
     **agent_options: Any,
 ) -> Agent:
     """Open a connection, say hello, and wait for the router's welcome.
@@ -89,7 +91,8 @@ async def connect(
     backend agent keeps its id across restarts.
 
     ``on_task`` is registered before the hello, so A2A tasks that waited for this agent while it
-    was away (handed over right after the welcome) reach it too.
+    was away (handed over right after the welcome) reach it too. ``ssl_context``: for a ``wss://``
+    router whose certificate the system's CAs do not vouch for (``serve.py --tls-cert``).
     """
     if credential_file is not None:
         credential_file = Path(credential_file)
@@ -100,9 +103,9 @@ async def connect(
         agent.on_task(on_task)
     if credential_file is not None:
         _keep_credential(agent, credential_file)
-    first = await _open(url, agent)
+    first = await _open(url, agent, ssl_context)
     if reconnect:
-        task = asyncio.create_task(_stay_connected(url, agent, first))
+        task = asyncio.create_task(_stay_connected(url, agent, first, ssl_context))
         _reconnectors.add(task)
         task.add_done_callback(_reconnectors.discard)
     await agent.welcomed()
@@ -122,14 +125,16 @@ def _keep_credential(agent: Agent, path: Path) -> None:
     agent.on_state(save)
 
 
-async def _open(url: str, agent: Agent) -> WebSocketsTransport:
-    websocket = await websockets.connect(url, max_size=None)
+async def _open(url: str, agent: Agent, ssl_context: ssl.SSLContext | None) -> WebSocketsTransport:
+    websocket = await websockets.connect(url, max_size=None, ssl=ssl_context)
     transport = WebSocketsTransport(websocket, agent)
     agent.connection_made(transport)
     return transport
 
 
-async def _stay_connected(url: str, agent: Agent, transport: WebSocketsTransport) -> None:
+async def _stay_connected(
+    url: str, agent: Agent, transport: WebSocketsTransport, ssl_context: ssl.SSLContext | None
+) -> None:
     backoff = Backoff()
     while True:
         code = await transport.closed
@@ -138,7 +143,7 @@ async def _stay_connected(url: str, agent: Agent, transport: WebSocketsTransport
         while not agent.closed:
             await asyncio.sleep(backoff.next_delay())
             try:
-                transport = await _open(url, agent)
+                transport = await _open(url, agent, ssl_context)
                 break
             except (OSError, websockets.WebSocketException) as exc:
                 log.info("%s: reconnect failed (%s)", agent.agent_id, exc)

@@ -29,14 +29,14 @@ LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "[::1]")  # as they are written in a
 WILDCARD_HOSTS = ("0.0.0.0", "::", "")
 
 
-def server_origins(host: str, port: int) -> list[str]:
+def server_origins(host: str, port: int, scheme: str = "http") -> list[str]:
     """The origins a server on ``host:port`` serves its own pages from.
 
     Loopback (and wildcard) binds answer under every loopback name; another host under its own
     name. Other names (a LAN address, a proxy in front) are added with ``--allow-origin``.
     """
     names = LOOPBACK_HOSTS if host in (*LOOPBACK_NAMES, "[::1]", *WILDCARD_HOSTS) else (host,)
-    return [f"http://{name}:{port}" for name in names]
+    return [f"{scheme}://{name}:{port}" for name in names]
 
 
 def normalise_origin(origin: str) -> str:

@@ -7,6 +7,7 @@ import uvicorn
 from .app import create_app
 from .http_security import server_origins
 from .settings import RouterSettings
+from .tls import TLSH11Protocol, server_context
 
 
 def uvicorn_config(
@@ -21,9 +22,11 @@ def uvicorn_config(
 
     Per-message compression is off by default: frames are small JSON, and deflate
     state costs ~41 KB of memory per connection and 10-25 % of the router's CPU per
-    message (bench/README.md).
+    message (bench/README.md). With ``settings.tls_cert`` it serves HTTPS and WSS, and
+    each request's scope carries the client's certificate (:mod:`.tls`).
     """
-    own = [origin for origin in server_origins(host, port) if origin not in settings.allowed_origins]
+    tls = settings.tls_cert is not None
+    own = [o for o in server_origins(host, port, "https" if tls else "http") if o not in settings.allowed_origins]
     settings = settings.model_copy(update={"allowed_origins": [*settings.allowed_origins, *own]})
     return uvicorn.Config(
         create_app(settings),
@@ -34,4 +37,6 @@ def uvicorn_config(
         ws_per_message_deflate=ws_deflate,
         log_level=log_level,
         access_log=False,
+        http=TLSH11Protocol if tls else "auto",
+        ssl_context_factory=(lambda _config, _default: server_context(settings)) if tls else None,
     )

@@ -33,6 +33,13 @@ class RouterSettings(BaseModel):
     )
     registry_fetch_timeout: float = Field(5.0, gt=0, description="Seconds a remote agent's card may take to fetch")
 
+    # --- TLS (router/tls.py) ----------------------------------------------------------------
+    tls_cert: str | None = Field(None, description="PEM certificate chain: serve HTTPS and WSS instead of HTTP and WS")
+    tls_key: str | None = Field(None, description="PEM private key of --tls-cert (when not in that file)")
+    tls_client_ca: str | None = Field(
+        None, description="PEM CA bundle: ask clients for a certificate (optional) and verify it against these CAs"
+    )
+
     store_path: str = Field(
         ":memory:", description="SQLite file for messages kept for absent agents, known agents and subscriptions"
     )

@@ -17,6 +17,7 @@ from a2a.types.a2a_pb2 import (
     AgentSkill,
     APIKeySecurityScheme,
     HTTPAuthSecurityScheme,
+    MutualTlsSecurityScheme,
     SecurityRequirement,
     SecurityScheme,
     StringList,
@@ -135,7 +136,7 @@ def hub_card(records: list[AgentRecord], base_url: str, settings: RouterSettings
         ],
     )
     _declare_security(card, settings)
-    _declare_federation(card)
+    _declare_federation(card, settings)
     return card
 
 
@@ -152,7 +153,7 @@ def _declare_security(card: AgentCard, settings: RouterSettings) -> None:
         card.security_requirements.append(SecurityRequirement(schemes={"joinToken": StringList(list=[])}))
 
 
-def _declare_federation(card: AgentCard) -> None:
+def _declare_federation(card: AgentCard, settings: RouterSettings) -> None:
     """What a federated hub presents (on the hub's card only: ordinary clients need none of it, and an
     agent's card declares only what every request must carry)."""
     card.security_schemes["hubKey"].CopyFrom(
@@ -171,3 +172,12 @@ def _declare_federation(card: AgentCard) -> None:
             )
         )
     )
+    if settings.tls_client_ca:
+        card.security_schemes["hubCertificate"].CopyFrom(
+            SecurityScheme(
+                mtls_security_scheme=MutualTlsSecurityScheme(
+                    description="Federated hubs under trust tier mtls: the sender's client certificate (its "
+                    "SHA-256 fingerprint registered here), issued by a CA this hub trusts"
+                )
+            )
+        )

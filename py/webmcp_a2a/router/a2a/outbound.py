@@ -52,7 +52,7 @@ from ..coordination import Waiter
 from ..registry import Answer
 from ..remotes.cards import CardError, card_url, fetch_card
 from ..remotes.catalog import Catalog
-from ..remotes.credentials import Credentials
+from ..remotes.credentials import Clients, Credentials
 from .bridge import Bridge
 from .tasks import outbound_context_for, state_name
 
@@ -74,8 +74,8 @@ class Outbound:
         self._hub_name = hub_name
         self._tasks = bridge.tasks
         self._catalog = catalog
-        self._http = httpx.AsyncClient(timeout=httpx.Timeout(fetch_timeout, read=None), follow_redirects=True)
-        self._credentials = Credentials(self._http)
+        self._clients = Clients(httpx.Timeout(fetch_timeout, read=None))  # read: a stream waits for its events
+        self._credentials = Credentials(self._clients)
         self._cards: dict[str, tuple[AgentCard, str | None, float]] = {}  # card URL -> card, ETag, fresh until
         self._running = Background()
         self._sends: OrderedDict[tuple[str, str], asyncio.Future[BaseModel | ErrorInfo]] = OrderedDict()
@@ -107,7 +107,7 @@ class Outbound:
 
     async def stop(self) -> None:
         await self._running.cancel()
-        await self._http.aclose()
+        await self._clients.aclose()
 
     async def _run(self, waiter: Waiter, envelope: Envelope, answer: Answer) -> None:
         target = envelope.to_agent
@@ -160,10 +160,12 @@ class Outbound:
     async def _connect(self, target: str, stream: bool) -> tuple[Client, ClientCallContext, bool]:
         """The SDK client for ``target`` (streaming when asked and its card offers it), and the call
         context that carries our credentials for it."""
-        card = await self._card(target)
-        headers = await self._credentials.headers_for(self._catalog.record_for(target))
+        record = self._catalog.record_for(target)
+        http = self._clients.for_record(record)
+        card = await self._card(target, http)
+        headers = await self._credentials.headers_for(record)
         streaming = stream and card.capabilities.streaming
-        client = await create_client(card, ClientConfig(httpx_client=self._http, streaming=streaming))
+        client = await create_client(card, ClientConfig(httpx_client=http, streaming=streaming))
         return client, ClientCallContext(service_parameters=headers or None), streaming
 
     async def _updates(
@@ -255,7 +257,7 @@ class Outbound:
             )
         )
 
-    async def _card(self, target: str) -> AgentCard:
+    async def _card(self, target: str, http: httpx.AsyncClient) -> AgentCard:
         registered = self._catalog.get(target)
         if registered is not None:
             return registered.parsed
@@ -263,7 +265,7 @@ class Outbound:
         cached = self._cards.get(url)
         if cached is not None and cached[2] > time.monotonic():
             return cached[0]
-        fetched = await fetch_card(self._http, url, cached[1] if cached else None)
+        fetched = await fetch_card(http, url, cached[1] if cached else None)
         card = fetched.card if fetched.card is not None else cached[0] if cached else None
         if card is None:  # a 304 for a card we no longer hold: cannot happen without a cache entry
             raise CardError("invalid", f"{url}: not modified, but no card is cached")

@@ -33,6 +33,7 @@ from a2a.utils.task import ListTasksCursor, decode_list_tasks_cursor, decode_pag
 from starlette.requests import Request
 
 from ...protocol import HUB_KEY_HEADER, A2AReply, TaskStateName
+from ..tls import client_fingerprint
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS a2a_tasks (
@@ -86,6 +87,7 @@ class AgentContextBuilder(DefaultServerCallContextBuilder):
         context.state[HUB_KEY] = {
             "api-key": request.headers.get(HUB_KEY_HEADER),
             "bearer": token if scheme.lower() == "bearer" else None,
+            "mtls": client_fingerprint(request.scope),
         }
         return context
 

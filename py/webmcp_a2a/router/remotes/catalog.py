@@ -12,22 +12,27 @@ import re
 import sqlite3
 import time
 from collections.abc import Iterator
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, NamedTuple
 
 from a2a.types.a2a_pb2 import AgentCard
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationInfo, field_validator
 
 from ...protocol import AgentId, AgentInfo, AgentStatus
+from ..tls import normalise_fingerprint
 from .cards import DIRECTORY_SKILL, hub_name, parse_card
 
 REMOTE_TYPE = "remote"  # the agent_type registered remote agents are listed with
 Tag = Annotated[str, Field(min_length=1, max_length=64)]
 Key = Annotated[str, Field(min_length=16, max_length=256)]
-Trust = Literal["none", "api-key", "bearer"]
+FilePath = Annotated[str, Field(min_length=1, max_length=4096)]  # on the router's machine
+Trust = Literal["none", "api-key", "bearer", "mtls"]
 """none: no direct messages from this hub are taken, nothing is presented to it. api-key: ``send_key``
 goes with every request to it (``X-A2A-Hub-Key``), and its agents' direct messages must come with
 ``accept_key`` there. bearer: the same as ``Authorization: Bearer``, the token sent being ``send_key``
-or one obtained from ``token_url`` (OAuth2 client credentials)."""
+or one obtained from ``token_url`` (OAuth2 client credentials). mtls: we connect to it with our client
+certificate ``client_cert`` (and ``client_key``), and its agents' direct messages must come over a
+connection whose client certificate (verified by ``serve.py --tls-client-ca``) has the SHA-256
+fingerprint ``accept_key``."""
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS remote_agents (
@@ -35,6 +40,14 @@ CREATE TABLE IF NOT EXISTS remote_agents (
     record TEXT NOT NULL
 );
 """
+
+
+class TLSFiles(NamedTuple):
+    """How we connect to one remote over HTTPS: the CA bundle that verifies it, the certificate we show it."""
+
+    ca_cert: str | None = None
+    client_cert: str | None = None
+    client_key: str | None = None
 
 
 class Health(BaseModel):
@@ -65,6 +78,12 @@ class RemoteAgent(BaseModel):
     token_url: str | None = None  # bearer: where to obtain the token (OAuth2 client credentials)
     client_id: str | None = None
     client_secret: str | None = None
+    ca_cert: str | None = None  # PEM CA bundle that verifies its HTTPS certificate (default: the system's)
+    client_cert: str | None = None  # mtls: the certificate chain (PEM) we present to it
+    client_key: str | None = None  # mtls: that certificate's key, when not in the same file
+
+    def tls_files(self) -> TLSFiles:
+        return TLSFiles(self.ca_cert, self.client_cert, self.client_key)
 
     def public(self) -> dict[str, Any]:
         """The record as the API shows it: secrets left out."""
@@ -158,19 +177,31 @@ class RegisterRequest(BaseModel):
     tags: list[Tag] = Field(default_factory=list)
     notes: str = Field("", max_length=4000)
     facts: dict[str, Any] = Field(default_factory=dict)
-    trust: Trust = Field("none", description="none, api-key or bearer")
+    trust: Trust = Field("none", description="none, api-key, bearer or mtls")
     send_key: Key | None = Field(None, description="api-key, bearer: the key or token to present to it")
     token_url: str | None = Field(None, description="bearer: obtain the token here (OAuth2 client credentials)")
     client_id: str | None = Field(None, max_length=256)
     client_secret: str | None = Field(None, max_length=256)
-    accept_key: Key | None = Field(None, validate_default=True, description="the key or token it must present")
+    ca_cert: FilePath | None = Field(None, description="PEM CA bundle that verifies its HTTPS certificate")
+    client_cert: FilePath | None = Field(None, description="mtls: our certificate chain (PEM) to present to it")
+    client_key: FilePath | None = Field(None, description="mtls: its private key, if not in client_cert")
+    accept_key: Key | None = Field(
+        None,
+        validate_default=True,
+        description="the key or token it must present; under mtls its certificate's SHA-256 fingerprint",
+    )
 
     @field_validator("accept_key")
     @classmethod
     def _credentials_for_the_tier(cls, accept_key: str | None, info: ValidationInfo) -> str | None:
+        trust = info.data.get("trust")
+        if trust == "mtls":
+            if not (accept_key or info.data.get("client_cert")):
+                raise ValueError("trust mtls needs client_cert, accept_key (a certificate fingerprint), or both")
+            return normalise_fingerprint(accept_key) if accept_key else None
         given = accept_key or info.data.get("send_key") or info.data.get("token_url")
-        if info.data.get("trust") in ("api-key", "bearer") and not given:
-            raise ValueError(f"trust {info.data['trust']} needs send_key (or token_url), accept_key, or both")
+        if trust in ("api-key", "bearer") and not given:
+            raise ValueError(f"trust {trust} needs send_key (or token_url), accept_key, or both")
         return accept_key
 
     @field_validator("card_url")
@@ -195,6 +226,9 @@ class UpdateRequest(BaseModel):
     token_url: str | None = None
     client_id: str | None = Field(None, max_length=256)
     client_secret: str | None = Field(None, max_length=256)
+    ca_cert: FilePath | None = None
+    client_cert: FilePath | None = None
+    client_key: FilePath | None = None
 
 
 def id_from_name(name: str) -> str:

@@ -1,5 +1,6 @@
 """What this router presents to a registered remote agent or hub, by its trust tier.
 
+* ``mtls``: the client certificate ``client_cert`` in the TLS handshake (:class:`Clients`);
 * ``api-key``: ``send_key`` in the ``X-A2A-Hub-Key`` header (the scheme the hubs' cards declare);
 * ``bearer``: ``Authorization: Bearer TOKEN``, TOKEN being ``send_key`` or, when the registration
   names a ``token_url``, an access token obtained there with the OAuth2 client-credentials grant
@@ -14,15 +15,44 @@ import time
 import httpx
 
 from ...protocol import HUB_KEY_HEADER
+from ..tls import client_context
 from .cards import CardError
-from .catalog import RemoteAgent
+from .catalog import RemoteAgent, TLSFiles
 
 EARLY = 30.0  # seconds before its expiry a token is fetched again
 
 
+class Clients:
+    """The HTTP clients that talk to remotes: one per TLS setup (the CA bundle that verifies the remote,
+    the certificate we show it), each pooling its connections; the default one for the system's CAs."""
+
+    def __init__(self, timeout: httpx.Timeout | float) -> None:
+        self._timeout = timeout
+        self.default = httpx.AsyncClient(timeout=timeout, follow_redirects=True)
+        self._by_files: dict[TLSFiles, httpx.AsyncClient] = {}
+
+    def for_record(self, record: RemoteAgent | None) -> httpx.AsyncClient:
+        return self.for_files(record.tls_files()) if record is not None else self.default
+
+    def for_files(self, files: TLSFiles) -> httpx.AsyncClient:
+        """Raises :class:`~..tls.TLSFileError` for a file that cannot be used."""
+        if files == TLSFiles():
+            return self.default
+        client = self._by_files.get(files)
+        if client is None:
+            verify = client_context(*files)
+            client = httpx.AsyncClient(timeout=self._timeout, follow_redirects=True, verify=verify)
+            self._by_files[files] = client
+        return client
+
+    async def aclose(self) -> None:
+        for client in [self.default, *self._by_files.values()]:
+            await client.aclose()
+
+
 class Credentials:
-    def __init__(self, http: httpx.AsyncClient) -> None:
-        self._http = http
+    def __init__(self, clients: Clients) -> None:
+        self._clients = clients
         self._tokens: dict[str, tuple[str, float]] = {}  # token URL + client id -> token, good until
 
     async def headers_for(self, record: RemoteAgent | None) -> dict[str, str]:
@@ -45,7 +75,7 @@ class Credentials:
             "client_secret": record.client_secret or "",
         }
         try:
-            answer = await self._http.post(record.token_url, data=form)
+            answer = await self._clients.for_record(record).post(record.token_url, data=form)
         except httpx.HTTPError as error:
             raise CardError("unreachable", f"token URL {record.token_url}: {error}") from error
         if answer.status_code != 200:

@@ -9,11 +9,20 @@ import hmac
 import logging
 import time
 
-import httpx
-
 from ...protocol import AgentInfo
+from ..tls import TLSFileError
 from .cards import CardError, card_url, fetch_card, hub_name
-from .catalog import REMOTE_TYPE, Catalog, Health, RegisterRequest, RemoteAgent, UpdateRequest, id_from_name
+from .catalog import (
+    REMOTE_TYPE,
+    Catalog,
+    Health,
+    RegisterRequest,
+    RemoteAgent,
+    TLSFiles,
+    UpdateRequest,
+    id_from_name,
+)
+from .credentials import Clients
 
 log = logging.getLogger("webmcp_a2a.router.remotes")
 
@@ -33,7 +42,7 @@ class Remotes:
     def __init__(self, store_path: str, health_interval: float, fetch_timeout: float) -> None:
         self.catalog = Catalog(store_path)
         self.health_interval = health_interval
-        self._http = httpx.AsyncClient(timeout=fetch_timeout, follow_redirects=True)
+        self._clients = Clients(fetch_timeout)
         self._checker: asyncio.Task[None] | None = None
 
     def start(self) -> None:
@@ -44,14 +53,18 @@ class Remotes:
             self._checker.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await self._checker
-        await self._http.aclose()
+        await self._clients.aclose()
         self.catalog.close()
 
     async def register(self, request: RegisterRequest, taken: set[str]) -> RemoteAgent:
         """Fetch and validate the card, then keep the agent; ``taken``: the mesh's own ids."""
         url = card_url(request.card_url)
         try:
-            fetched = await fetch_card(self._http, url)
+            http = self._clients.for_files(TLSFiles(request.ca_cert, request.client_cert, request.client_key))
+        except TLSFileError as error:
+            raise RegistryError(422, str(error), error.field) from error
+        try:
+            fetched = await fetch_card(http, url)
         except CardError as error:
             raise RegistryError(502 if error.kind == "unreachable" else 422, str(error), "card_url") from error
         assert fetched.card is not None  # no etag was sent: never "not modified"
@@ -100,8 +113,8 @@ class Remotes:
         health.checked_at = time.time()
         card, etag = agent.card, agent.etag
         try:
-            fetched = await fetch_card(self._http, agent.card_url, agent.etag)
-        except CardError as error:
+            fetched = await fetch_card(self._clients.for_record(agent), agent.card_url, agent.etag)
+        except (CardError, TLSFileError) as error:
             health.status, health.error, health.failures = "failing", str(error), health.failures + 1
         else:
             health.status, health.error, health.failures, health.latency_ms = "ok", None, 0, fetched.latency_ms
