@@ -229,6 +229,7 @@ ErrorCode = Literal[
     "remote_refused",  # it refused us (HTTP 401/403, or an A2A error answer)
     "task_not_found",  # a2a_tasks: no such task of this agent's
     "task_not_cancelable",  # a2a_tasks: over already, or inbound (answer it with a2a_reply instead)
+    "task_closed",  # a2a_tasks reply: the task is over, or is not one given to this agent
 ]
 
 
@@ -251,16 +252,33 @@ class DiscoverArgs(_Model):
     include_offline: bool = Field(False, description="Also list agents seen before that are offline now")
 
 
+ReplyState = Literal["working", "input-required", "completed", "failed", "rejected"]
+
+
+class TaskAnswer(_Model):
+    """What an agent answers an A2A task given to it: a status update, an artifact, or the outcome."""
+
+    state: ReplyState = Field("completed", description="working and input-required keep the task open")
+    text: str | None = Field(None, description="A text part")
+    data: dict[str, Any] | None = Field(None, description="A data part: any JSON object")
+    artifact_name: str | None = Field(
+        None, min_length=1, max_length=128, description="When given, the parts become an artifact of this name"
+    )
+
+
 class TasksArgs(_Model):
     """Arguments of ``a2a_tasks``: this agent's A2A tasks, those given to it (inbound) and those it gave
     remote agents (outbound)."""
 
-    action: Literal["list", "get", "cancel"] = Field(
-        "list", description="list tasks; get one with its history and artifacts; cancel an outbound one"
+    action: Literal["list", "get", "cancel", "reply"] = Field(
+        "list",
+        description="list tasks; get one with its history and artifacts; cancel an outbound one; reply to an "
+        "inbound one with answer (as a2a_reply does)",
     )
     task_id: str | None = Field(
-        None, min_length=1, max_length=128, validate_default=True, description="The task, for get and cancel"
+        None, min_length=1, max_length=128, validate_default=True, description="The task, for get, cancel and reply"
     )
+    answer: TaskAnswer | None = Field(None, description="reply: the answer (default: completed, with no parts)")
     direction: Literal["inbound", "outbound", "all"] = Field("all", description="Which tasks to list")
     state: TaskStateName | None = Field(None, description="Only tasks in this state")
     context_id: str | None = Field(None, min_length=1, max_length=128, description="Only tasks of this conversation")
@@ -668,7 +686,11 @@ class SendMessageArgs(_Model):
     )
     priority: Priority = PRIORITY_NORMAL
     ttl_seconds: float | None = Field(
-        None, gt=0, le=86400, description="Drop the message if it is not delivered within this many seconds"
+        None,
+        gt=0,
+        le=86400,
+        description="Drop the message if it is not delivered within this many seconds. To a remote A2A agent: "
+        "the time its task has; still open then, it is cancelled there and its last update says so",
     )
 
 
@@ -808,7 +830,6 @@ class LinkStatus(_Model):
 A2A_TASK_KEY = "a2a_task"
 A2A_REPLY_KEY = "a2a_reply"
 A2A_CANCEL_KEY = "a2a_cancel"  # a notification's payload: {"a2a_cancel": {"task_id": ...}}: the client cancelled
-ReplyState = Literal["working", "input-required", "completed", "failed", "rejected"]
 
 
 class A2ATask(_Model):
@@ -820,16 +841,10 @@ class A2ATask(_Model):
     data: list[dict[str, Any]] = Field(default_factory=list, description="The message's data parts")
 
 
-class A2AReply(_Model):
+class A2AReply(TaskAnswer):
     """An agent's answer to an A2A task: a status update, an artifact, or the outcome."""
 
     task_id: str = Field(min_length=1, max_length=128, description="The task being answered")
-    state: ReplyState = Field("completed", description="working and input-required keep the task open")
-    text: str | None = Field(None, description="A text part")
-    data: dict[str, Any] | None = Field(None, description="A data part: any JSON object")
-    artifact_name: str | None = Field(
-        None, min_length=1, max_length=128, description="When given, the parts become an artifact of this name"
-    )
 
 
 # --- remote A2A agents, reached from the mesh -----------------------------------------------

@@ -25,8 +25,9 @@ from a2a.types.a2a_pb2 import (
 )
 
 from tests.conftest import ROOT, RunningRouter, eventually, free_port, running_router, serving
+from webmcp_a2a.client.agent import RouterError
 from webmcp_a2a.client.cpython import connect
-from webmcp_a2a.protocol import Hello
+from webmcp_a2a.protocol import Hello, TaskAnswer, TasksArgs
 
 
 @pytest.fixture(scope="module")
@@ -434,3 +435,35 @@ async def test_a_1_0_method_name_without_the_version_header_is_served_as_1_0(ech
                   "params": {"message": {"role": "ROLE_USER", "messageId": "m-10", "parts": [{"text": "v1"}]}}},
         )  # fmt: skip
     assert sent.json()["result"]["task"]["status"]["state"] == "TASK_STATE_COMPLETED"
+
+
+async def test_a2a_tasks_reply_answers_an_inbound_task_as_a2a_reply_does(router, http):
+    quiet = await connect(router.ws_url, Hello(agent_id="quiet", agent_type="executor"), reconnect=False)
+    try:
+        client = await sdk_client(http, f"{router.http_url}/agents/quiet")
+        task_id = (await start_task(client, "what is 6 x 7?")).id
+        (listed,) = (await quiet.tasks(TasksArgs(direction="inbound"))).tasks
+        assert (listed.task_id, listed.state) == (task_id, "submitted")
+        answer = TaskAnswer(state="working", text="42", artifact_name="product")
+        await quiet.tasks(TasksArgs(action="reply", task_id=task_id, answer=answer))
+        await quiet.tasks(TasksArgs(action="reply", task_id=task_id, answer=TaskAnswer(text="done")))
+        task = await completed(client, task_id)
+        assert task.status.state == TaskState.TASK_STATE_COMPLETED
+        assert [(a.name, get_artifact_text(a)) for a in task.artifacts] == [("product", "42")]
+        assert get_message_text(task.status.message) == "done"
+    finally:
+        quiet.close()
+
+
+async def test_a2a_tasks_reply_to_a_finished_task_is_task_closed(router, http):
+    closer = await connect(router.ws_url, Hello(agent_id="closer", agent_type="executor"), reconnect=False)
+    closer.on_task(lambda task: task.complete("closed"))
+    try:
+        client = await sdk_client(http, f"{router.http_url}/agents/closer")
+        (response,) = [event async for event in client.send_message(user_message("close it"))]
+        with pytest.raises(RouterError) as closed:
+            await closer.tasks(TasksArgs(action="reply", task_id=response.task.id, answer=TaskAnswer(text="again")))
+        assert (closed.value.info.code, closed.value.info.field) == ("task_closed", "task_id")
+        assert get_message_text((await completed(client, response.task.id)).status.message) == "closed"
+    finally:
+        closer.close()

@@ -141,6 +141,24 @@ async def test_a2a_tasks_lists_gets_and_cancels_an_outbound_task(sender, convers
     assert (again.value.info.code, again.value.info.field) == ("task_not_cancelable", "task_id")
 
 
+async def test_a_remote_task_still_open_when_the_ttl_runs_out_is_cancelled_there(sender, conversing):
+    args = to(conversing, "wait past the ttl")
+    started = await sender.send_message(args.model_copy(update={"ttl_seconds": 1.5}))
+    seen = await updates(sender, started.remote_task_id or "")
+    assert [u.state for u in seen][-2:] == ["working", "canceled"]
+    assert seen[-1].text == "timed out (ttl_seconds): cancelled at the remote agent"
+    (stored,) = (await sender.tasks(TasksArgs(action="get", task_id=started.remote_task_id))).tasks
+    assert stored.state == "canceled"
+
+
+async def test_a2a_tasks_cannot_reply_to_an_outbound_task(sender, conversing):
+    started = await sender.send_message(to(conversing, "ask before replying"))
+    await until(sender, started.remote_task_id or "", "input-required")
+    with pytest.raises(RouterError) as closed:
+        await sender.tasks(TasksArgs(action="reply", task_id=started.remote_task_id))
+    assert (closed.value.info.code, closed.value.info.field) == ("task_closed", "task_id")
+
+
 async def test_a2a_tasks_names_an_unknown_task(sender):
     with pytest.raises(RouterError) as failure:
         await sender.tasks(TasksArgs(action="get", task_id="no-such-task"))

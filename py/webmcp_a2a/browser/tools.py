@@ -290,12 +290,13 @@ TOOLS: tuple[Tool[Any, Any], ...] = (
     ),
     Tool(
         name="a2a_tasks",
-        title="List, read or cancel A2A tasks",
+        title="List, read, cancel or answer A2A tasks",
         description=(
-            "This agent's standard A2A tasks: inbound (given to it by A2A clients; answer them with a2a_reply) "
-            "and outbound (given by it to remote agents with a2a_send_message to a URL or registry id). "
-            "action list (filter by direction, state, context_id; newest first), get (one task with its history "
-            "and artifacts), cancel (an outbound task, at the remote agent)."
+            "This agent's standard A2A tasks: inbound (given to it by A2A clients) and outbound (given by it to "
+            "remote agents with a2a_send_message to a URL or registry id). action list (filter by direction, "
+            "state, context_id; newest first), get (one task with its history and artifacts), cancel (an outbound "
+            "task, at the remote agent), reply (answer an open inbound task: answer {state, text, data, "
+            "artifact_name}, as a2a_reply takes them)."
         ),
         arguments=TasksArgs,
         run=Agent.tasks,

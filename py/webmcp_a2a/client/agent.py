@@ -251,7 +251,8 @@ class Agent:
         return DiscoverResult.model_validate(await self._request(request))
 
     async def tasks(self, args: TasksArgs | None = None) -> TasksResult:
-        """This agent's A2A tasks: list them (inbound and outbound), get one whole, cancel an outbound one."""
+        """This agent's A2A tasks: list them (inbound and outbound), get one whole, cancel an outbound one,
+        reply to an inbound one."""
         request = TasksRequest(id=0, **dict(args or TasksArgs()))
         return TasksResult.model_validate(await self._request(request))
 

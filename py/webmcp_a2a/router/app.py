@@ -129,7 +129,7 @@ def create_app(
     outbound = Outbound(a2a.bridge, remotes.catalog, settings.registry_fetch_timeout, settings.hub_name)
     a2a.bridge.refuses = remotes.refuses
     router.outbound = outbound
-    router.task_queue = TaskBook(a2a.tasks, outbound)
+    router.task_queue = TaskBook(a2a.tasks, a2a.bridge, outbound)
 
     def local_ids() -> set[str]:
         return {record.agent_id for record in router.registry.find(include_offline=True)} | set(RESERVED_AGENT_IDS)

@@ -4,7 +4,8 @@ Inbound tasks are those A2A clients gave the agent (``POST /agents/X``), outboun
 remote agents (``a2a_send_message`` to a URL or registry id); both live in the router's task store,
 each agent seeing only its own. ``list`` filters by direction, state and context, most recently
 updated first; ``get`` adds the history and artifacts; ``cancel`` cancels an outbound task at the
-remote agent (an inbound task is answered, and so ended, with ``a2a_reply``).
+remote agent; ``reply`` answers an open inbound task, as ``a2a_reply`` does, and shows the task as the
+store has it then (an answer to a client that is still connected reaches the store a moment later).
 """
 
 from __future__ import annotations
@@ -13,18 +14,20 @@ from a2a.helpers.proto_helpers import get_data_parts, get_text_parts
 from a2a.server.context import ServerCallContext
 from a2a.types.a2a_pb2 import ListTasksRequest, Message, Part, Role, Task
 
-from ...protocol import ErrorInfo, TaskInfo, TaskPart, TasksRequest, TasksResult
+from ...protocol import A2AReply, ErrorInfo, TaskAnswer, TaskInfo, TaskPart, TasksRequest, TasksResult
 from ..background import Background
 from ..coordination import Waiter
 from ..registry import Answer
 from ..remotes.cards import CardError
+from .bridge import Bridge
 from .outbound import CLIENT_ERRORS, Outbound
 from .tasks import FINAL, TaskStores, context_for, outbound_context_for, state_name, state_value
 
 
 class TaskBook:
-    def __init__(self, tasks: TaskStores, outbound: Outbound) -> None:
+    def __init__(self, tasks: TaskStores, bridge: Bridge, outbound: Outbound) -> None:
         self._store = tasks.store
+        self._bridge = bridge
         self._outbound = outbound
         self._running = Background()
 
@@ -42,7 +45,7 @@ class TaskBook:
             listed.sort(key=lambda info: info.updated_at or 0, reverse=True)
             answer(waiter, TasksResult(tasks=listed[: request.limit]))
             return
-        assert request.task_id is not None  # the model requires it for get and cancel
+        assert request.task_id is not None  # the model requires it but to list
         found = [(d, t) for d, view in views.items() if (t := await self._store.get(request.task_id, view))]
         if not found:
             answer(waiter, _error("task_not_found", f"no task {request.task_id!r} of {agent!r}"))
@@ -50,6 +53,15 @@ class TaskBook:
         direction, task = found[0]
         if request.action == "get":
             answer(waiter, TasksResult(tasks=[self._info(direction, task, views[direction], history=True)]))
+        elif request.action == "reply":
+            if direction != "inbound" or task.status.state in FINAL:
+                why = "it is over" if direction == "inbound" else "it was given by this agent, not to it"
+                answer(waiter, _error("task_closed", f"cannot reply to {request.task_id!r}: {why}"))
+                return
+            given = request.answer or TaskAnswer()
+            await self._bridge.take(agent, A2AReply(task_id=task.id, **dict(given)))
+            stored = await self._store.get(task.id, views["inbound"]) or task
+            answer(waiter, TasksResult(tasks=[self._info("inbound", stored, views["inbound"], history=True)]))
         elif direction == "inbound" or task.status.state in FINAL:
             why = "answer an inbound task with a2a_reply" if direction == "inbound" else "the task is over"
             answer(waiter, _error("task_not_cancelable", f"cannot cancel {request.task_id!r}: {why}"))

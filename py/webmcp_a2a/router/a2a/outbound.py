@@ -46,6 +46,7 @@ from ...protocol import (
     FederatedEnvelope,
     SendMessageArgs,
     SendResult,
+    TaskStateName,
 )
 from ..background import Background
 from ..coordination import Waiter
@@ -124,38 +125,49 @@ class Outbound:
             await self._relay(waiter, envelope, client, call, answer)
             return
         answered: A2ARemoteUpdate | None = None
+        last: A2ARemoteUpdate | None = None
         try:
             request = SendMessageRequest(message=_message(envelope))
             request.configuration.return_immediately = not streaming
-            async for event, update in self._updates(client, request, target, streaming, call):
-                await self._record(waiter.agent_id, target, event)
-                if answered is None:
-                    answered = update
-                    answer(
-                        waiter,
-                        SendResult(
-                            delivered=True,
-                            target_status="online",
-                            message_id=envelope.message_id,
-                            remote_task_id=update.task_id or None,
-                            context_id=update.context_id or None,
-                        ),
-                    )
-                await self._forward(waiter.agent_id, update)
+            async with asyncio.timeout(_time_left(envelope)):
+                async for event, update in self._updates(client, request, target, streaming, call):
+                    await self._record(waiter.agent_id, target, event)
+                    if answered is None:
+                        answered = update
+                        answer(
+                            waiter,
+                            SendResult(
+                                delivered=True,
+                                target_status="online",
+                                message_id=envelope.message_id,
+                                remote_task_id=update.task_id or None,
+                                context_id=update.context_id or None,
+                            ),
+                        )
+                    last = update
+                    await self._forward(waiter.agent_id, update)
+        except TimeoutError:
+            if last is None:
+                why = f"{target}: no answer before the message's ttl_seconds ran out"
+                answer(waiter, ErrorInfo(code="expired", message=why, field="ttl_seconds"))
+            elif not last.final:
+                await self._forward(waiter.agent_id, await self._time_out(waiter.agent_id, last))
         except CLIENT_ERRORS as error:
             if answered is None:
                 answer(waiter, _client_error(target, error))
             else:  # the sender is told: its task's last word is this failure
                 message = _client_error(target, error).message
                 log.info("the task at %s ended in an error: %s", target, message)
-                last_word: dict[str, Any] = {
-                    "state": "failed",
-                    "text": message,
-                    "data": [],
-                    "artifact_name": None,
-                    "final": True,
-                }
-                await self._forward(waiter.agent_id, answered.model_copy(update=last_word))
+                await self._forward(waiter.agent_id, _last_word(answered, "failed", message))
+
+    async def _time_out(self, sender: str, last: A2ARemoteUpdate) -> A2ARemoteUpdate:
+        """The task outlived the message's ttl_seconds: cancelled at the remote agent (when it lets us)."""
+        try:
+            await self.cancel(sender, last.task_id)
+        except (CardError, *CLIENT_ERRORS) as error:
+            log.info("could not cancel the timed-out task %s at %s: %s", last.task_id, last.agent, error)
+            return _last_word(last, "failed", "timed out (ttl_seconds); the remote agent would not cancel it")
+        return _last_word(last, "canceled", "timed out (ttl_seconds): cancelled at the remote agent")
 
     async def _connect(self, target: str, stream: bool) -> tuple[Client, ClientCallContext, bool]:
         """The SDK client for ``target`` (streaming when asked and its card offers it), and the call
@@ -271,6 +283,15 @@ class Outbound:
             raise CardError("invalid", f"{url}: not modified, but no card is cached")
         self._cards[url] = (card, fetched.etag, time.monotonic() + fetched.max_age)
         return card
+
+
+def _time_left(envelope: Envelope) -> float | None:
+    return None if envelope.expires_at is None else max(envelope.expires_at - time.time(), 0.0)
+
+
+def _last_word(update: A2ARemoteUpdate, state: TaskStateName, text: str) -> A2ARemoteUpdate:
+    """The final update that ends a task the remote agent did not end itself."""
+    return update.model_copy(update={"state": state, "text": text, "data": [], "artifact_name": None, "final": True})
 
 
 def _client_error(target: str, error: Exception) -> ErrorInfo:
