@@ -110,6 +110,28 @@ def test_a_page_agent_answers_an_a2a_client_with_a2a_reply(mesh, alice, server_u
     assert (artifact["name"], artifact["parts"]) == ("time", [{"kind": "text", "text": "12:00"}])
 
 
+def test_a_page_answers_an_a2a_clients_task_with_a2a_tasks_reply(mesh, alice, server_url):
+    question = f"how many legs has a spider? {uuid.uuid4()}"
+    answer: dict[str, Any] = {}
+
+    def client() -> None:
+        request = {"jsonrpc": "2.0", "id": 1, "method": "message/send", "params": {"message": {
+            "role": "user", "parts": [{"kind": "text", "text": question}], "messageId": str(uuid.uuid4())}}}  # fmt: skip
+        answer.update(httpx.post(f"{server_url}/agents/{alice.agent_id}", json=request, timeout=60).json())
+
+    caller = threading.Thread(target=client)
+    caller.start()
+    task = take_a2a_task(mesh, alice, question)
+    arguments = {"action": "reply", "task_id": task["task_id"], "answer": {"text": "eight"}}
+    result = mesh.call(alice, "a2a_tasks", arguments)
+    assert result["structuredContent"]["tasks"][0]["direction"] == "inbound", result
+    caller.join(30)
+    assert answer["result"]["status"]["state"] == "completed"
+    assert answer["result"]["status"]["message"]["parts"] == [{"kind": "text", "text": "eight"}]
+    again = mesh.call(alice, "a2a_tasks", {**arguments, "answer": {"state": "sleeping"}})
+    assert (again["isError"], again["structuredContent"]["error"]["field"]) == (True, "answer.state")
+
+
 def test_a2a_reply_names_a_bad_argument(mesh, alice):
     result = mesh.call(alice, "a2a_reply", {"task_id": "t-1", "state": "done"})
     assert result["isError"] is True
