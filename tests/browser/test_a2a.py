@@ -115,8 +115,8 @@ def test_a_page_answers_an_a2a_clients_task_with_a2a_tasks_reply(mesh, alice, se
     answer: dict[str, Any] = {}
 
     def client() -> None:
-        request = {"jsonrpc": "2.0", "id": 1, "method": "message/send", "params": {"message": {
-            "role": "user", "parts": [{"kind": "text", "text": question}], "messageId": str(uuid.uuid4())}}}  # fmt: skip
+        message = {"role": "user", "parts": [{"kind": "text", "text": question}], "messageId": str(uuid.uuid4())}
+        request = {"jsonrpc": "2.0", "id": 1, "method": "message/send", "params": {"message": message}}
         answer.update(httpx.post(f"{server_url}/agents/{alice.agent_id}", json=request, timeout=60).json())
 
     caller = threading.Thread(target=client)
