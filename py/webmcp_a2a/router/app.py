@@ -25,6 +25,7 @@ from .a2a import A2AService
 from .a2a.book import TaskBook
 from .a2a.outbound import Outbound
 from .connection import Connection
+from .direct_ws import direct_channel
 from .http_security import OriginGate, SecurityHeaders, content_security_policy
 from .limits import RateLimit
 from .remotes.api import registry_routes
@@ -81,8 +82,9 @@ def create_app(
         # The Origin was checked before this runs (OriginGate): only allowed pages, or no browser, get here.
         await websocket.accept()
         settings = router.settings
+        direct = direct_channel(websocket.scope)
         conn = Connection(
-            websocket.send_text,
+            direct.send_text if direct is not None else websocket.send_text,
             _closer(websocket),
             settings.queue_limit,
             settings.reply_limit,
@@ -93,6 +95,8 @@ def create_app(
         if not router.connection_opened(conn):
             await writer  # writes the refusal, then closes
             return
+        if direct is not None:  # messages reach the router as they are parsed; this loop sees the end
+            direct.attach(functools.partial(router.receive, conn), functools.partial(router.reject_binary, conn))
         try:
             while True:
                 message = await websocket.receive()

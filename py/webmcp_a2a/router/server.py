@@ -5,6 +5,7 @@ from __future__ import annotations
 import uvicorn
 
 from .app import create_app
+from .direct_ws import DirectWebSocketProtocol
 from .http_security import server_origins
 from .settings import RouterSettings
 from .tls import TLSH11Protocol, server_context
@@ -22,8 +23,9 @@ def uvicorn_config(
 
     Per-message compression is off by default: frames are small JSON, and deflate
     state costs ~41 KB of memory per connection and 10-25 % of the router's CPU per
-    message (bench/README.md). With ``settings.tls_cert`` it serves HTTPS and WSS, and
-    each request's scope carries the client's certificate (:mod:`.tls`).
+    message (bench/README.md). WebSocket messages take the direct path of
+    :mod:`.direct_ws`. With ``settings.tls_cert`` it serves HTTPS and WSS, and each
+    request's scope carries the client's certificate (:mod:`.tls`).
     """
     tls = settings.tls_cert is not None
     own = [o for o in server_origins(host, port, "https" if tls else "http") if o not in settings.allowed_origins]
@@ -32,7 +34,7 @@ def uvicorn_config(
         create_app(settings),
         host=host,
         port=port,
-        ws="websockets-sansio",
+        ws=DirectWebSocketProtocol,
         ws_max_size=settings.transport_max_bytes,
         ws_per_message_deflate=ws_deflate,
         log_level=log_level,
