@@ -23,6 +23,12 @@ class GatedSink:
         await self.open.wait()
         self.written.append(text)
 
+    def write_now(self, text: str) -> bool:
+        """A socket's synchronous write: taken at once while open, refused (nothing written) when not."""
+        if self.open.is_set():
+            self.written.append(text)
+        return self.open.is_set()
+
     async def close(self, code: int, reason: str) -> None:
         self.written.append(f"closed {code}")
 
@@ -122,3 +128,44 @@ async def test_close_waits_for_queued_frames():
     sink.open.set()
     await connection.run_writer()
     assert sink.written == ["last words", "closed 4000"]
+
+
+async def test_a_frame_offered_while_nothing_waits_is_written_at_once_without_the_writer():
+    sink = GatedSink()
+    sink.open.set()
+    connection = Connection(sink.send, sink.close, queue_limit=10, write_now=sink.write_now)
+    assert connection.offer("now", 5)
+    assert (sink.written, len(connection)) == (["now"], 0)  # no writer task ran
+
+
+async def test_a_socket_that_cannot_take_a_frame_now_leaves_it_queued_in_priority_order():
+    sink = GatedSink()  # closed: write_now refuses
+    connection = Connection(sink.send, sink.close, queue_limit=10, write_now=sink.write_now)
+    connection.offer("normal", 5)
+    connection.offer("critical", 10)
+    assert sink.written == []
+    assert await drain(connection, sink, 2) == ["critical", "normal"]
+
+
+async def test_a_frame_never_overtakes_frames_already_waiting():
+    sink = GatedSink()
+    connection = Connection(sink.send, sink.close, queue_limit=10, write_now=sink.write_now)
+    connection.offer("first", 5)  # the socket is full: it waits
+    sink.open.set()  # the socket could take a frame now, but "first" is waiting for the writer
+    connection.offer("second", 5)
+    assert sink.written == []
+    assert await drain(connection, sink, 2) == ["first", "second"]
+
+
+async def test_a_frame_never_overtakes_the_one_the_writer_is_sending():
+    sink = GatedSink()
+    connection = Connection(sink.send, sink.close, queue_limit=10, write_now=sink.write_now)
+    connection.offer("first", 5)
+    writer = asyncio.create_task(connection.run_writer())
+    await asyncio.sleep(0)  # the writer holds "first", waiting for the socket
+    sink.open.set()  # the socket frees up; the writer resumes only on a later turn of the loop
+    connection.offer("second", 5)
+    while len(sink.written) < 2:
+        await asyncio.sleep(0.001)
+    writer.cancel()
+    assert sink.written == ["first", "second"]

@@ -90,6 +90,7 @@ def create_app(
             settings.reply_limit,
             remote=websocket.client.host if websocket.client else "unknown",
             rate=RateLimit(settings),
+            write_now=direct.write_now if direct is not None else None,
         )
         writer = asyncio.create_task(_write_until_gone(conn))
         if not router.connection_opened(conn):

@@ -1,17 +1,18 @@
 """One client connection seen from the router: a bounded, prioritised queue of frames to write.
 
-Routing never awaits a peer: it offers frames here and a writer task sends them.
-The queue serves the highest priority first and, within a priority, the oldest
-first. Replies and errors to the client itself outrank every delivery.
+Routing never awaits a peer: it offers frames here and a writer task sends them; a frame offered
+while nothing waits goes to the socket at once when the socket can take it without waiting
+(``write_now``), which spares a task switch per message. The queue serves the highest priority first
+and, within a priority, the oldest first. Replies and errors to the client itself outrank every
+delivery.
 
-Deliveries and replies are bounded separately, so a burst of answers to a busy
-client never counts against the messages queued for it. Overflow policy for
-deliveries (when ``queue_limit`` are waiting): a newcomer that outranks
-something queued takes the place of the newest frame of the lowest queued priority,
-whose sender is told it was ``evicted``; otherwise the newcomer is refused
-(``queue_full``). A frame whose ``expires_at`` has passed when its turn comes is
-dropped, and its sender told it ``expired``; it is never written. Past
-``reply_limit`` waiting replies the client is not reading, and the router drops it.
+Deliveries and replies are bounded separately, so a burst of answers to a busy client never counts
+against the messages queued for it. Overflow policy for deliveries (when ``queue_limit`` are
+waiting): a newcomer that outranks something queued takes the place of the newest frame of the
+lowest queued priority, whose sender is told it was ``evicted``; otherwise the newcomer is refused
+(``queue_full``). A frame whose ``expires_at`` has passed when its turn comes is dropped, and its
+sender told it ``expired``; it is never written. Past ``reply_limit`` waiting replies the client is
+not reading, and the router drops it.
 """
 
 from __future__ import annotations
@@ -77,13 +78,17 @@ class Connection:
         *,
         remote: str = "local",
         rate: RateLimit | None = None,
+        write_now: Callable[[str], bool] | None = None,
     ) -> None:
         self._send_text = send_text
+        self._write_now = write_now  # writes a frame if the socket takes it without waiting; else False
         self._close = close
         self._limit = queue_limit
         self._reply_limit = reply_limit
         self._queues: dict[int, deque[Outgoing]] = {}  # by priority, made on first use: most stay empty
         self._length = 0  # deliveries not yet handed to the socket, the one being written included
+        self._waiting = 0  # frames in the queues, replies included
+        self._sending = False  # the writer is in the middle of a frame
         self._ready = asyncio.Event()
         self._close_with: tuple[int, str] | None = None
         self.agent_id: str | None = None
@@ -109,6 +114,14 @@ class Connection:
         """Queue a frame; False when it is refused (queue full of equal or higher priority, or closing)."""
         if self._close_with is not None:
             return False
+        if (
+            self._write_now is not None
+            and not self._waiting
+            and not self._sending
+            and (expires_at is None or time.time() < expires_at)
+            and self._write_now(text)
+        ):
+            return True
         if priority == CONTROL_PRIORITY:
             if len(self._queues.get(CONTROL_PRIORITY, ())) >= self._reply_limit:
                 return False
@@ -120,6 +133,7 @@ class Connection:
         if queue is None:
             queue = self._queues[priority] = deque()
         queue.append(Outgoing(text, priority, expires_at, on_drop))
+        self._waiting += 1
         self._ready.set()
         return True
 
@@ -136,7 +150,11 @@ class Connection:
                 if item.expires_at is not None and time.time() >= item.expires_at:
                     item.drop("expired")
                 else:
-                    await self._send_text(item.text)
+                    self._sending = True
+                    try:
+                        await self._send_text(item.text)
+                    finally:
+                        self._sending = False
                 if item.priority != CONTROL_PRIORITY:
                     self._length -= 1
             if self._close_with is not None:
@@ -148,6 +166,7 @@ class Connection:
         for priority in _HIGHEST_FIRST:
             queue = self._queues.get(priority)
             if queue:
+                self._waiting -= 1
                 return queue.popleft()
         return None
 
@@ -156,6 +175,7 @@ class Connection:
             queue = self._queues.get(lower)
             if queue:
                 self._length -= 1
+                self._waiting -= 1
                 queue.pop().drop("evicted")
                 return True
         return False

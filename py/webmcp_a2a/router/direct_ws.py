@@ -7,8 +7,9 @@ microseconds, that costs more than the work. :class:`DirectWebSocketProtocol` is
 WebSocket protocol plus one ASGI extension, ``scope["extensions"]["webmcp_a2a.direct"]``: the app
 accepts the connection as usual (the Origin gate and every middleware have run), then attaches a
 receiver (:meth:`DirectChannel.attach`). From then on each text message reaches it as soon as it is
-parsed, and :meth:`DirectChannel.send_text` writes frames straight to the socket (waiting only while
-the transport's buffer is full). Accepting, closing, disconnecting and pings keep their ASGI path.
+parsed, and :meth:`DirectChannel.write_now` and :meth:`DirectChannel.send_text` write frames
+straight to the socket (the latter waiting while the transport's buffer is full). Accepting,
+closing, disconnecting and pings keep their ASGI path.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from typing import Any
 
 from uvicorn.protocols.utils import ClientDisconnected
 from uvicorn.protocols.websockets.websockets_sansio_impl import WebSocketsSansIOProtocol
+from websockets.protocol import State
 
 DIRECT = "webmcp_a2a.direct"
 CLOSE_INTERNAL_ERROR = 1011
@@ -43,15 +45,21 @@ class DirectChannel:
         anything: then no message has been queued the ASGI way yet."""
         self._protocol.attach(on_text, on_binary)
 
-    async def send_text(self, text: str) -> None:
-        """Write one text frame; raises :class:`ClientDisconnected` once the connection is gone."""
+    def write_now(self, text: str) -> bool:
+        """Write one text frame if the socket takes it without waiting; False while the transport's buffer
+        is over its high-water mark, or once the connection is gone."""
         protocol = self._protocol
-        if not protocol.writable.is_set():  # the transport's buffer is over its high-water mark
-            await protocol.writable.wait()
-        if protocol.disconnected or protocol.close_sent:
-            raise ClientDisconnected()
+        if not protocol.writable.is_set() or protocol.conn.state is not State.OPEN or protocol.transport.is_closing():
+            return False  # full, or closing (either side's close frame), or gone
         protocol.conn.send_text(text.encode())
         protocol.transport.write(b"".join(protocol.conn.data_to_send()))
+        return True
+
+    async def send_text(self, text: str) -> None:
+        """Write one text frame, waiting while the buffer is full; :class:`ClientDisconnected` once gone."""
+        await self._protocol.writable.wait()
+        if not self.write_now(text):
+            raise ClientDisconnected()
 
 
 class DirectWebSocketProtocol(WebSocketsSansIOProtocol):
