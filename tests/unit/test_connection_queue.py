@@ -9,6 +9,8 @@ import asyncio
 import time
 from collections.abc import Callable
 
+import pytest
+
 from webmcp_a2a.router.connection import Connection
 
 
@@ -138,23 +140,20 @@ async def test_a_frame_offered_while_nothing_waits_is_written_at_once_without_th
     assert (sink.written, len(connection)) == (["now"], 0)  # no writer task ran
 
 
-async def test_a_socket_that_cannot_take_a_frame_now_leaves_it_queued_in_priority_order():
+@pytest.mark.parametrize(
+    ("later", "socket_frees_up", "written"),
+    [(("critical", 10), False, ["critical", "normal"]), (("normal-2", 5), True, ["normal", "normal-2"])],
+    ids=["by-priority-while-the-socket-is-full", "nothing-overtakes-a-waiting-frame"],
+)
+async def test_frames_the_socket_cannot_take_now_wait_for_the_writer(later, socket_frees_up, written):
     sink = GatedSink()  # closed: write_now refuses
     connection = Connection(sink.send, sink.close, queue_limit=10, write_now=sink.write_now)
     connection.offer("normal", 5)
-    connection.offer("critical", 10)
+    if socket_frees_up:  # write_now would take a frame now, but "normal" waits for the writer
+        sink.open.set()
+    connection.offer(*later)
     assert sink.written == []
-    assert await drain(connection, sink, 2) == ["critical", "normal"]
-
-
-async def test_a_frame_never_overtakes_frames_already_waiting():
-    sink = GatedSink()
-    connection = Connection(sink.send, sink.close, queue_limit=10, write_now=sink.write_now)
-    connection.offer("first", 5)  # the socket is full: it waits
-    sink.open.set()  # the socket could take a frame now, but "first" is waiting for the writer
-    connection.offer("second", 5)
-    assert sink.written == []
-    assert await drain(connection, sink, 2) == ["first", "second"]
+    assert await drain(connection, sink, 2) == written
 
 
 async def test_a_frame_never_overtakes_the_one_the_writer_is_sending():
