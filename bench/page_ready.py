@@ -142,7 +142,7 @@ async def run(quick: bool = False, notes: list | None = None) -> list[Row]:
                     Stats.of(m["a2a:ready"] for m in samples[mode, kind.name]),
                     bare_ready,
                     "bare Pyodide+pydantic page",
-                    target=("<=", 1.10) if kind.name == "ours" else None,
+                    target=("<=", 0.70) if kind.name == "ours" else None,
                     extra={"median_marks_ms": marks},
                 )
             )
