@@ -534,11 +534,21 @@ class SendResult(_Model):
 
 
 class FanoutResult(_Model):
-    """Outcome of a broadcast or a topic publication."""
+    """Outcome of a broadcast or a topic publication: counts, as the tool contract says, and the ids."""
 
-    recipients: list[AgentId]
-    delivered_count: int
+    recipients: int = Field(description="How many agents it was addressed to")
+    delivered_count: int = Field(description="How many of them acknowledged it")
     message_id: MessageId
+    recipient_ids: list[AgentId] = Field(description="Who they were")
+
+    @classmethod
+    def of(cls, recipient_ids: list[str], delivered_count: int, message_id: str) -> FanoutResult:
+        return cls(
+            recipients=len(recipient_ids),
+            delivered_count=delivered_count,
+            message_id=message_id,
+            recipient_ids=recipient_ids,
+        )
 
 
 class SubscribeResult(_Model):

@@ -24,7 +24,7 @@ def test_topic_publication_reaches_the_subscriber(mesh, alice, bob):
     topic = f"news-{uuid.uuid4().hex[:8]}"
     structured(mesh.call(bob, "a2a_subscribe", {"topic": topic}))
     published = structured(mesh.call(alice, "a2a_publish", {"topic": topic, "payload": {"headline": "hi"}}))
-    assert published["recipients"] == [bob.agent_id]
+    assert published["recipient_ids"] == [bob.agent_id]
     (event,) = inbox_until(mesh, bob, lambda m: m["to_agent"] == f"topic:{topic}")
     assert event["payload"] == {"headline": "hi"}
 
@@ -33,7 +33,7 @@ def test_unsubscribe_tool_stops_the_events(mesh, alice, bob):
     topic = f"quiet-{uuid.uuid4().hex[:8]}"
     subscription = structured(mesh.call(bob, "a2a_subscribe", {"topic": topic}))
     structured(mesh.call(bob, "a2a_unsubscribe", {"subscription_id": subscription["subscription_id"]}))
-    assert structured(mesh.call(alice, "a2a_publish", {"topic": topic, "payload": {}}))["recipients"] == []
+    assert structured(mesh.call(alice, "a2a_publish", {"topic": topic, "payload": {}}))["recipient_ids"] == []
 
 
 def test_lock_is_exclusive_between_pages(mesh, alice, bob):

@@ -87,9 +87,10 @@ def test_broadcast_reaches_the_named_type_only(mesh, alice, bob, carol):
         alice, "a2a_broadcast", {"agent_type": "monitor", "message_type": "data_share", "payload": {"marker": marker}}
     )
     structured = result["structuredContent"]
-    assert bob.agent_id in structured["recipients"]
-    assert carol.agent_id not in structured["recipients"]
-    assert structured["delivered_count"] == len(structured["recipients"])
+    assert bob.agent_id in structured["recipient_ids"]
+    assert carol.agent_id not in structured["recipient_ids"]
+    # The tool contract: counts are numbers; the ids come under their own name.
+    assert structured["recipients"] == structured["delivered_count"] == len(structured["recipient_ids"])
     assert [m["payload"] for m in inbox_until(mesh, bob, lambda m: m["payload"].get("marker") == marker)] == [
         {"marker": marker}
     ]
@@ -98,8 +99,8 @@ def test_broadcast_reaches_the_named_type_only(mesh, alice, bob, carol):
 
 def test_broadcast_leaves_the_sender_out(mesh, alice, bob):
     result = mesh.call(alice, "a2a_broadcast", {"message_type": "notification", "payload": {}})
-    assert alice.agent_id not in result["structuredContent"]["recipients"]
-    assert bob.agent_id in result["structuredContent"]["recipients"]
+    assert alice.agent_id not in result["structuredContent"]["recipient_ids"]
+    assert bob.agent_id in result["structuredContent"]["recipient_ids"]
 
 
 def test_subscribed_event_arrives_when_a_matching_peer_joins(mesh, carol):

@@ -197,8 +197,8 @@ def test_a_broadcast_from_any_agent_reaches_all_the_others(mesh_page):
             {"agent_type": "all", "message_type": "data_share", "payload": {"marker": markers[sender]}},
         )
         others = {mesh_page.id(key) for key in KEYS if key != sender}
-        assert others <= set(result["recipients"])
-        assert mesh_page.id(sender) not in result["recipients"]
+        assert others <= set(result["recipient_ids"])
+        assert mesh_page.id(sender) not in result["recipient_ids"]
     for recipient in KEYS:
         expected = {markers[sender] for sender in KEYS if sender != recipient}
         got = mesh_page.inbox(recipient, lambda m, expected=expected: m["payload"].get("marker") in expected, want=3)
@@ -210,7 +210,7 @@ def test_subscriptions_across_the_agents(mesh_page):
     subscriptions = {key: mesh_page.call(key, "a2a_subscribe", {"topic": topic})["subscription_id"] for key in KEYS}
     for publisher in KEYS:
         result = mesh_page.call(publisher, "a2a_publish", {"topic": topic, "payload": {"by": publisher}})
-        assert set(result["recipients"]) == {mesh_page.id(key) for key in KEYS if key != publisher}
+        assert set(result["recipient_ids"]) == {mesh_page.id(key) for key in KEYS if key != publisher}
         assert result["delivered_count"] == 3
     for key in KEYS:
         events = mesh_page.inbox(key, lambda m: m["to_agent"] == f"topic:{topic}", want=3)

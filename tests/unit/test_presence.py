@@ -66,7 +66,7 @@ async def test_custom_topic_reaches_its_subscribers_only(agents):
     subscriber, bystander, publisher = await agents(), await agents(), await agents()
     subscription = await subscriber.subscribe(topic)
     result = await publisher.publish(topic, {"level": "red"})
-    assert (result.recipients, result.delivered_count) == ([subscriber.agent_id], 1)
+    assert (result.recipient_ids, result.delivered_count) == ([subscriber.agent_id], 1)
     (event,) = await events(subscriber)
     assert (event.to_agent, event.subscription_id, event.payload) == (
         f"topic:{topic}",
@@ -85,7 +85,7 @@ async def test_subscription_survives_a_reconnect(agents, leave):
     again = await agents(agent_id=subscriber_id)
     publisher = await agents()
     result = await publisher.publish(topic, {"edition": 2})
-    assert result.recipients == [subscriber_id]
+    assert result.recipient_ids == [subscriber_id]
     assert [e.payload for e in await events(again)] == [{"edition": 2}]
 
 
@@ -95,4 +95,4 @@ async def test_events_are_not_kept_for_offline_subscribers(agents, leave):
     await subscriber.subscribe(topic)
     await leave(subscriber)
     result = await (await agents()).publish(topic, {})
-    assert result.recipients == []
+    assert result.recipient_ids == []

@@ -109,8 +109,8 @@ async def test_broadcasts_cross_the_relay_both_ways(raw, agents):
     deliver = await relay_host.next_for(hosted)
     await relay_host.relay(hosted, Ack(message_id=deliver["envelope"]["message_id"]).model_dump_json())
     fanout = await broadcasting
-    assert hosted in fanout.recipients
-    assert fanout.delivered_count == len(fanout.recipients)
+    assert hosted in fanout.recipient_ids
+    assert fanout.delivered_count == len(fanout.recipient_ids)
 
 
 async def test_a_spoofed_sender_is_rejected_through_the_relay(raw, agents):

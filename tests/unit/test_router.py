@@ -113,9 +113,9 @@ async def test_broadcast_reaches_only_the_named_type(agents):
     result = await sender.broadcast(
         BroadcastArgs(agent_type="monitor", message_type="notification", payload={"alert": 1})
     )
-    assert monitor.agent_id in result.recipients
-    assert executor.agent_id not in result.recipients
-    assert result.delivered_count == len(result.recipients)
+    assert monitor.agent_id in result.recipient_ids
+    assert executor.agent_id not in result.recipient_ids
+    assert result.recipients == result.delivered_count == len(result.recipient_ids)
     assert [m.payload for m in await inbox_of(monitor)] == [{"alert": 1}]
     assert await inbox_of(executor, wait=0.2) == []
 
@@ -123,8 +123,8 @@ async def test_broadcast_reaches_only_the_named_type(agents):
 async def test_broadcast_to_all_excludes_the_sender_by_default(agents):
     sender, other = await agents("evolver"), await agents("monitor")
     result = await sender.broadcast(BroadcastArgs(message_type="data_share", payload={}))
-    assert other.agent_id in result.recipients
-    assert sender.agent_id not in result.recipients
+    assert other.agent_id in result.recipient_ids
+    assert sender.agent_id not in result.recipient_ids
 
 
 async def test_broadcast_can_include_the_sender(agents):
@@ -132,7 +132,7 @@ async def test_broadcast_can_include_the_sender(agents):
     result = await sender.broadcast(
         BroadcastArgs(agent_type="evolver", message_type="data_share", payload={}, exclude_self=False)
     )
-    assert sender.agent_id in result.recipients
+    assert sender.agent_id in result.recipient_ids
     assert len(await inbox_of(sender)) == 1
 
 
@@ -165,8 +165,8 @@ async def test_region_filter_passes_only_overlapping_events(agents):
     await watcher.subscribe("region_change", SubscriptionFilter(region=Region(x=0, y=0, width=10, height=10)))
     inside = await publisher.publish("region_change", {"n": "inside"}, Region(x=5, y=5, width=1, height=1))
     outside = await publisher.publish("region_change", {"n": "outside"}, Region(x=50, y=50, width=1, height=1))
-    assert (inside.recipients, inside.delivered_count) == ([watcher.agent_id], 1)
-    assert outside.recipients == []
+    assert (inside.recipient_ids, inside.delivered_count) == ([watcher.agent_id], 1)
+    assert outside.recipient_ids == []
     assert [m.payload["n"] for m in await inbox_of(watcher)] == ["inside"]
 
 
@@ -175,7 +175,7 @@ async def test_unsubscribe_stops_events(agents):
     subscription = await watcher.subscribe("knowledge_update")
     await watcher.unsubscribe(subscription.subscription_id)
     result = await publisher.publish("knowledge_update", {"fact": 1})
-    assert watcher.agent_id not in result.recipients
+    assert watcher.agent_id not in result.recipient_ids
 
 
 async def test_unsubscribe_unknown_id_is_an_error(agents):

@@ -115,8 +115,8 @@ def _summarize_send(result: SendResult) -> str:
 
 def _summarize_fanout(result: FanoutResult) -> str:
     return (
-        f"Delivered to {result.delivered_count} of {len(result.recipients)} recipient(s): "
-        f"{', '.join(result.recipients) or 'none'}."
+        f"Delivered to {result.delivered_count} of {result.recipients} recipient(s): "
+        f"{', '.join(result.recipient_ids) or 'none'}."
     )
 
 
@@ -189,8 +189,8 @@ TOOLS: tuple[Tool[Any, Any], ...] = (
         title="Broadcast to agents of a type",
         description=(
             "Send one message to every online agent of a type (monitor, executor, evolver, analyzer, ...) or "
-            "to all agents. Leaves the sender out unless exclude_self is false. Returns the recipients and "
-            "how many acknowledged."
+            "to all agents. Leaves the sender out unless exclude_self is false. Returns recipients (how many it "
+            "was addressed to), delivered_count (how many acknowledged) and recipient_ids."
         ),
         arguments=BroadcastArgs,
         run=Agent.broadcast,

@@ -434,11 +434,7 @@ class Router:
             self._reply(
                 conn,
                 ref,
-                FanoutResult(
-                    recipients=[] if envelope.expired() else recipients,
-                    delivered_count=0,
-                    message_id=envelope.message_id,
-                ),
+                FanoutResult.of([] if envelope.expired() else recipients, 0, envelope.message_id),
             )
             return
         pending = PendingDelivery(conn, agent_id, ref, envelope, recipients, fanout=True, waiting=set(recipients))
@@ -551,9 +547,7 @@ class Router:
         message_id = pending.envelope.message_id
         result: FanoutResult | SendResult
         if pending.fanout:
-            result = FanoutResult(
-                recipients=pending.recipients, delivered_count=len(pending.delivered), message_id=message_id
-            )
+            result = FanoutResult.of(pending.recipients, len(pending.delivered), message_id)
         else:
             (target,) = pending.recipients
             result = self._direct_result(pending, target)
