@@ -153,15 +153,15 @@ def exposure_warnings(args: argparse.Namespace, settings: RouterSettings) -> lis
     if args.host in LOOPBACK_NAMES:
         return []
     warnings = []
-    scheme = "https" if settings.tls_cert else "http"
     if not settings.join_tokens:
         warnings.append(
             f"WARNING: listening on {args.host} without a join token: anyone who reaches this port "
             "can join the mesh (see SECURITY.md; give --token)"
         )
     if not settings.allowed_origins:
+        own = ", ".join(server_origins(args.host, args.port, settings.scheme))
         warnings.append(
-            f"pages are allowed from {', '.join(server_origins(args.host, args.port, scheme))} only: open them under "
+            f"pages are allowed from {own} only: open them under "
             "another name (this machine's address, a proxy) after adding it with --allow-origin"
         )
     return warnings
@@ -182,7 +182,7 @@ def main(argv: list[str] | None = None) -> None:
     config = uvicorn_config(settings, args.host, args.port, ws_deflate=args.ws_deflate, log_level=args.log_level)
     server = uvicorn.Server(config)
     shown = "127.0.0.1" if args.host in WILDCARD_HOSTS else args.host  # a wildcard is no page's origin
-    http, ws = ("https", "wss") if settings.tls_cert else ("http", "ws")
+    http, ws = settings.scheme, settings.scheme.replace("http", "ws")
     print(f"webmcp-a2a: open {http}://{shown}:{args.port}/  (router at {ws}://{shown}:{args.port}/a2a)", flush=True)
     server.run()  # uvicorn handles Ctrl-C: stops accepting, closes sockets, returns
 

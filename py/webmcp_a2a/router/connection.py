@@ -87,7 +87,6 @@ class Connection:
         self._reply_limit = reply_limit
         self._queues: dict[int, deque[Outgoing]] = {}  # by priority, made on first use: most stay empty
         self._length = 0  # deliveries not yet handed to the socket, the one being written included
-        self._waiting = 0  # frames in the queues, replies included
         self._sending = False  # the writer is in the middle of a frame
         self._ready = asyncio.Event()
         self._close_with: tuple[int, str] | None = None
@@ -116,7 +115,7 @@ class Connection:
             return False
         if (
             self._write_now is not None
-            and not self._waiting
+            and not any(self._queues.values())
             and not self._sending
             and (expires_at is None or time.time() < expires_at)
             and self._write_now(text)
@@ -133,7 +132,6 @@ class Connection:
         if queue is None:
             queue = self._queues[priority] = deque()
         queue.append(Outgoing(text, priority, expires_at, on_drop))
-        self._waiting += 1
         self._ready.set()
         return True
 
@@ -166,7 +164,6 @@ class Connection:
         for priority in _HIGHEST_FIRST:
             queue = self._queues.get(priority)
             if queue:
-                self._waiting -= 1
                 return queue.popleft()
         return None
 
@@ -175,7 +172,6 @@ class Connection:
             queue = self._queues.get(lower)
             if queue:
                 self._length -= 1
-                self._waiting -= 1
                 queue.pop().drop("evicted")
                 return True
         return False

@@ -107,8 +107,5 @@ class DirectWebSocketProtocol(WebSocketsSansIOProtocol):
                 on_text(text)
         except Exception:  # as an app that raised: logged, and the connection closed
             log.exception("the router failed on a message from %s", self.client)
-            self.queue.put_nowait({"type": "websocket.disconnect", "code": CLOSE_INTERNAL_ERROR})
             self.conn.send_close(CLOSE_INTERNAL_ERROR)
-            self.transport.write(b"".join(self.conn.data_to_send()))
-            self.close_sent = True
-            self.transport.close()
+            self.handle_parser_exception()  # uvicorn's close after a bad frame: tells the app, closes

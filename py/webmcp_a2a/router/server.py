@@ -28,7 +28,7 @@ def uvicorn_config(
     request's scope carries the client's certificate (:mod:`.tls`).
     """
     tls = settings.tls_cert is not None
-    own = [o for o in server_origins(host, port, "https" if tls else "http") if o not in settings.allowed_origins]
+    own = [o for o in server_origins(host, port, settings.scheme) if o not in settings.allowed_origins]
     settings = settings.model_copy(update={"allowed_origins": [*settings.allowed_origins, *own]})
     return uvicorn.Config(
         create_app(settings),

@@ -70,6 +70,11 @@ class RouterSettings(BaseModel):
     require_signatures: bool = Field(False, description="Refuse every envelope its sender did not sign")
 
     @property
+    def scheme(self) -> str:
+        """How the server's own pages are reached: ``https`` with ``tls_cert``, else ``http``."""
+        return "https" if self.tls_cert else "http"
+
+    @property
     def signs(self) -> bool:
         return self.signing or bool(self.signing_keys) or self.require_signatures
 

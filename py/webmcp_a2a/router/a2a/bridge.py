@@ -111,7 +111,7 @@ class Bridge:
         self.tasks = tasks
         self.agent = Agent(Hello(agent_id=A2A_BRIDGE_ID, agent_type="a2a-bridge"), inbox_limit=100_000)
         self._waiting: dict[str, asyncio.Queue[A2AReply]] = {}
-        self._late = Background()  # answers being handed over
+        self._late = Background()  # late answers being written to the task store
         self._link: InProcessLink | None = None
         self.agent.on_message(self._received)
         # Whether direct messages from hub H, presenting key K, are refused (why) or taken (None);
@@ -143,15 +143,23 @@ class Bridge:
         except ValueError as exc:
             log.warning("an agent's A2A reply does not validate: %s", exc)
             return
-        self._late.spawn(self.take(message.from_agent, reply))
+        if not self._hand_over(reply):
+            self._late.spawn(self._apply_late(message.from_agent, reply))
 
     async def take(self, agent_id: str, reply: A2AReply) -> None:
         """``agent_id``'s answer: to the request that waits for it, else (the router restarted since the
         request) written to the stored task."""
+        if not self._hand_over(reply):
+            await self._apply_late(agent_id, reply)
+
+    def _hand_over(self, reply: A2AReply) -> bool:
         queue = self._waiting.get(reply.task_id)
         if queue is not None:
             queue.put_nowait(reply)
-        elif not await self.tasks.apply(agent_id, reply, _parts(reply)):
+        return queue is not None
+
+    async def _apply_late(self, agent_id: str, reply: A2AReply) -> None:
+        if not await self.tasks.apply(agent_id, reply, _parts(reply)):
             log.info("an answer from %s for task %s, unknown or over, was dropped", agent_id, reply.task_id)
 
 
