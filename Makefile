@@ -46,9 +46,15 @@ $(VENV)/.installed: pyproject.toml
 	$(BIN)/pip install --quiet --disable-pip-version-check -e '.[test]'
 	touch $@
 
-# Pyodide, its wheels and the WebMCP polyfill, pinned and sha256-checked (static/assets.lock.json).
-assets:
+# Pyodide, its wheels and the WebMCP polyfill, pinned and sha256-checked (static/assets.lock.json),
+# then the page's fast start-up built from them (static/boot/: a memory snapshot and bytecode).
+BOOT_INPUTS := static/assets.lock.json static/fetching/boot.mjs $(shell find py/webmcp_a2a -name '*.py')
+assets: | node
 	$(PYTHON) static/fetch.py
+	@$(MAKE) --no-print-directory static/boot/manifest.json
+
+static/boot/manifest.json: $(BOOT_INPUTS)
+	node static/fetching/boot.mjs
 
 # The JavaScript checker, pinned and integrity-checked by package-lock.json. Not `npm ci`: the registry
 # here serves Biome's Linux binaries only, so the lock cannot list the other platforms' and ci refuses it.

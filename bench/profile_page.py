@@ -65,7 +65,7 @@ HTML = """<!doctype html><meta charset="utf-8"><title>profile</title>
 <script type="module">
 import { startPython } from "/web/js/runtime.js";
 const t0 = performance.now();
-const pyodide = await startPython();
+const { pyodide } = await startPython();
 const ready = performance.now();
 const out = JSON.parse(await pyodide.runPythonAsync(window.__PY));
 out.steps.unshift(["startPython(): Pyodide + pydantic + package zip", ready - t0]);

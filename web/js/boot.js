@@ -4,7 +4,8 @@
  *
  * Resolves to `{pyodide, agent, native}`; `agent` is the Python PageAgent (a PyProxy).
  * `uplink` (optional) is the agent's line to the hub of the page hosting it (hub.js / channel.js).
- * Emits `a2a:*` CustomEvents on window: `state`, `message`, `tool` (every tool call and its result).
+ * Emits `a2a:*` CustomEvents on window: `boot` (how Python started: runtime.js), `state`, `message`,
+ * `tool` (every tool call and its result).
  * An agent in a Web Worker instead: worker-host.js.
  */
 
@@ -79,8 +80,9 @@ export function emit(kind, detail) {
 
 export async function boot(config = pageConfig(), { uplink = null } = {}) {
   performance.mark("a2a:boot");
-  const [{ context, native }, pyodide] = await Promise.all([installModelContext(), startPython()]);
+  const [{ context, native }, { pyodide, boot: started }] = await Promise.all([installModelContext(), startPython()]);
   performance.mark("a2a:python-ready");
+  emit("boot", started);
 
   const bridge = {
     registerTool: (name, title, description, schemaJson, annotationsJson, handler) =>

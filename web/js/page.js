@@ -82,6 +82,11 @@ window.addEventListener("a2a:state", ({ detail }) => {
   log("state", `${detail.state}${detail.reason ? ` (${detail.reason})` : ""}`);
 });
 
+window.addEventListener("a2a:boot", ({ detail }) => {
+  window.a2a.boot = detail;
+  log("boot", `Python started: snapshot ${detail.snapshot}, bytecode ${detail.bytecode}`);
+});
+
 window.addEventListener("a2a:message", ({ detail }) => {
   const what = detail.subscription_id ? `event on ${detail.to_agent}` : detail.message_type;
   log("received", `${what} from ${detail.from_agent}`, detail);

@@ -5,34 +5,58 @@
  * Everything comes from the page's own server: Pyodide and the wheels from /static (a pinned,
  * hash-checked copy), the project's Python from /py/webmcp_a2a.zip (zipped per request, so an
  * edit under py/ shows on reload). The slow steps run side by side.
+ *
+ * The fast start-up, when `static/fetching/boot.mjs` has built it (static/boot/): Pyodide restored
+ * from a memory snapshot with the standard library the agent uses already imported, and bytecode
+ * for pydantic and the package. Without it, or when this Pyodide refuses the snapshot, Python
+ * starts the ordinary way; the `boot` that startPython() returns says which way it went and why.
  */
 
 export const PYODIDE_URL = "/static/pyodide/";
 export const WHEELS_LOCK = "/static/wheels/pyodide-lock.json";
 export const PACKAGE_ZIP = "/py/webmcp_a2a.zip";
 export const PACKAGE_DIR = "/home/pyodide/app";
+export const SNAPSHOT = "/static/boot/pyodide.snapshot";
+export const BYTECODE_ZIP = "/static/boot/pyc.zip";
 
-/** Pyodide with pydantic loaded and the project's package importable. */
+/** `{pyodide, boot}`: Pyodide with pydantic loaded and the package importable, and how it started. */
 export async function startPython() {
-  const [pyodide, packageZip] = await Promise.all([loadPythonRuntime(), fetchPackage()]);
+  const bytecode = fetchBytes(BYTECODE_ZIP).catch(() => null);
+  const [{ pyodide, boot }, packageZip] = await Promise.all([loadPythonRuntime(), fetchBytes(PACKAGE_ZIP)]);
+  // Bytecode first: its .pyc are checked-hash, used only while they match the sources beside them.
+  const pyc = await bytecode;
+  if (pyc) pyodide.unpackArchive(pyc, "zip", { extractDir: "/" });
   pyodide.unpackArchive(packageZip, "zip", { extractDir: PACKAGE_DIR });
-  pyodide.runPython(`import sys; sys.path.insert(0, "${PACKAGE_DIR}")`);
-  return pyodide;
+  // A restored snapshot would give every page the same random numbers: draw a fresh seed.
+  pyodide.runPython(`import random, sys; random.seed(); sys.path.insert(0, "${PACKAGE_DIR}")`);
+  return { pyodide, boot: { ...boot, bytecode: pyc ? "used" : "not found" } };
 }
 
 export async function loadPythonRuntime() {
+  const snapshot = fetchBytes(SNAPSHOT);
+  snapshot.catch(() => {}); // looked at below; not an unhandled rejection meanwhile
   const { loadPyodide } = await import(`${PYODIDE_URL}pyodide.mjs`);
   // location is the page's, or the worker script's: both are on the page's origin.
-  const pyodide = await loadPyodide({ indexURL: PYODIDE_URL, lockFileURL: new URL(WHEELS_LOCK, location.href).href });
+  const options = { indexURL: PYODIDE_URL, lockFileURL: new URL(WHEELS_LOCK, location.href).href };
+  let pyodide;
+  let boot;
+  try {
+    pyodide = await loadPyodide({ ...options, _loadSnapshot: snapshot });
+    boot = { snapshot: "restored" };
+  } catch (error) {
+    // Missing, or built for another Pyodide (its build id is checked): start afresh.
+    boot = { snapshot: `not used: ${error?.message ?? error}`.split("\n")[0] };
+    pyodide = await loadPyodide(options);
+  }
   const failures = [];
   // loadPackage reports a failure through errorCallback, not by throwing.
   await pyodide.loadPackage(["pydantic"], { errorCallback: (message) => failures.push(message) });
   if (failures.length) throw new Error(`Could not load pydantic: ${failures.join("; ")}`);
-  return pyodide;
+  return { pyodide, boot };
 }
 
-export async function fetchPackage() {
-  const response = await fetch(PACKAGE_ZIP);
-  if (!response.ok) throw new Error(`${PACKAGE_ZIP}: HTTP ${response.status}`);
+export async function fetchBytes(url) {
+  const response = await fetch(url);
+  if (!response.ok) throw new Error(`${url}: HTTP ${response.status}`);
   return response.arrayBuffer();
 }

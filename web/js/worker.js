@@ -16,7 +16,8 @@ const registrations = new Map(); // tool name -> {resolve, reject} until the pag
 
 page.on("start", async ({ config }) => {
   try {
-    const pyodide = await startPython();
+    const { pyodide, boot } = await startPython();
+    page.send("emit", { event: "boot", detail: JSON.stringify(boot) });
     const bridge = {
       registerTool: (name, title, description, schemaJson, annotationsJson, handler) =>
         new Promise((resolve, reject) => {
