@@ -91,10 +91,15 @@ def new_message_id() -> str:
     return str(uuid.uuid4())
 
 
+# Validators are built on first use, not at import: a page starts faster (the page imports every
+# model; it uses a few before it is ready) and the router pays for what it uses once.
+_DEFERRED = ConfigDict(defer_build=True)
+
+
 class _Model(BaseModel):
     # Unknown fields are errors: a typo in a tool argument or a frame must be
     # reported, not silently ignored.
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)
 
 
 class Region(_Model):
@@ -471,7 +476,7 @@ ClientFrame = Annotated[
     Hello | RequestFrame | Ack | Relay | Unrelay,
     Field(discriminator="type"),
 ]
-CLIENT_FRAME: TypeAdapter[ClientFrame] = TypeAdapter(ClientFrame)
+CLIENT_FRAME: TypeAdapter[ClientFrame] = TypeAdapter(ClientFrame, config=_DEFERRED)
 
 
 # --- router -> client frames ------------------------------------------------
@@ -515,7 +520,7 @@ class ErrorFrame(_Model):
 
 
 RouterFrame = Annotated[Welcome | Deliver | Result | ErrorFrame | Relayed | RelayClosed, Field(discriminator="type")]
-ROUTER_FRAME: TypeAdapter[RouterFrame] = TypeAdapter(RouterFrame)
+ROUTER_FRAME: TypeAdapter[RouterFrame] = TypeAdapter(RouterFrame, config=_DEFERRED)
 
 
 # --- results carried in `result.data`, also the tools' structured output ----

@@ -99,9 +99,11 @@ function addFrame(key, id) {
 }
 
 async function start() {
-  const { context, native } = await installModelContext();
   // The worker first: its Pyodide starts off this thread while the rest loads.
+  const webmcp = installModelContext();
+  const context = webmcp.then(({ context }) => context);
   const worker = startWorkerAgent(config(AGENTS.worker, "worker"), { context, hub, toolPrefix: "worker." });
+  const { native } = await webmcp;
   const frames = [addFrame("frameA", "frame-a"), addFrame("frameB", "frame-b")];
   const main = await boot(config(AGENTS.main, "main"), { uplink: hub.connectLocal().uplink() });
   window.mesh.main = main.agent;

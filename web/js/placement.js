@@ -26,8 +26,10 @@ export async function startPageAgent(config, { toolPrefix = "" } = {}) {
   const hub = new Hub({ routerUrl: new URLSearchParams(location.search).get("hub_router") || defaultRouterUrl() });
   if (config.mode === "worker") {
     performance.mark("a2a:boot");
-    const { context, native } = await installModelContext();
-    const agent = startWorkerAgent(config, { context, hub, toolPrefix });
+    // The worker first: its Pyodide starts while this page installs WebMCP (maybe the polyfill).
+    const webmcp = installModelContext();
+    const agent = startWorkerAgent(config, { context: webmcp.then(({ context }) => context), hub, toolPrefix });
+    const { context, native } = await webmcp;
     await agent.started;
     return { agent, native, context, hub, connected: agent.connected };
   }

@@ -12,6 +12,7 @@ import { emit } from "./boot.js";
 import { Channel } from "./channel.js";
 import { registerTool } from "./webmcp.js";
 
+/** `context`: the WebMCP context its tools go to, or a promise of it (the worker need not wait for it). */
 export function startWorkerAgent(config, { context, hub = null, toolPrefix = "" }) {
   const worker = new Worker(new URL("./worker.js", import.meta.url), {
     type: "module",
@@ -39,7 +40,7 @@ export function startWorkerAgent(config, { context, hub = null, toolPrefix = "" 
     const name = toolPrefix + tool.name;
     try {
       unregisters.push(
-        await registerTool(context, {
+        await registerTool(await context, {
           name,
           title: tool.title,
           description: toolPrefix
