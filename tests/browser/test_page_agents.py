@@ -140,6 +140,47 @@ def test_navigator_facade_lists_and_calls_the_tools(mesh, alice, bob):
     assert result["structuredContent"]["delivered"] is True
 
 
+LATE_TOOL_JS = """async ({register, name}) => {
+    const tool = {name, description: "registered late", inputSchema: {type: "object", properties: {}},
+                  execute: async () => ({content: [{type: "text", text: "late and found"}]})};
+    await navigator.modelContext.callTool("a2a_inbox", {wait_seconds: 0});  // the facade has listed the tools
+    const registration = new AbortController();
+    if (register === "facade") await navigator.modelContext.registerTool(tool);
+    else await document.modelContext.registerTool(tool, {signal: registration.signal});
+    try {
+        return await navigator.modelContext.callTool(name, {});
+    } finally {
+        navigator.modelContext.unregisterTool(name);
+        registration.abort();
+    }
+}"""
+
+
+def test_navigator_facade_calls_a_tool_registered_through_it_after_its_last_call(alice):
+    result = alice.evaluate(LATE_TOOL_JS, {"register": "facade", "name": "late_facade_tool"})
+    assert result["content"][0]["text"] == "late and found"
+
+
+def test_navigator_facade_calls_a_tool_registered_by_another_script_after_its_last_call(alice):
+    result = alice.evaluate(LATE_TOOL_JS, {"register": "document", "name": "late_document_tool"})
+    assert result["content"][0]["text"] == "late and found"
+
+
+def test_navigator_facade_refuses_a_tool_unregistered_after_its_last_call(alice):
+    error = alice.evaluate(
+        """async () => {
+            await navigator.modelContext.registerTool({name: "gone_tool", description: "soon gone",
+                inputSchema: {type: "object", properties: {}}, execute: async () => ({content: []})});
+            await navigator.modelContext.callTool("gone_tool", {});
+            navigator.modelContext.unregisterTool("gone_tool");
+            try { await navigator.modelContext.callTool("gone_tool", {}); return null; }
+            catch (error) { return error.message; }
+        }"""
+    )
+    assert error is not None
+    assert 'No WebMCP tool named "gone_tool"' in error
+
+
 def test_page_shows_identity_and_connection(alice):
     assert alice.text_content("#agent-id") == alice.agent_id
     assert alice.text_content("#state") == "connected"

@@ -9,7 +9,7 @@
  * An agent in a Web Worker instead: worker-host.js.
  */
 
-import { startPython } from "./runtime.js";
+import { runPythonTool, startPython } from "./runtime.js";
 import { installModelContext, registerTool } from "./webmcp.js";
 
 /** Where the test page runs its agent by default (measured: see docs/notes/workers-and-frames.md). */
@@ -93,7 +93,7 @@ export async function boot(config = pageConfig(), { uplink = null } = {}) {
         inputSchema: JSON.parse(schemaJson),
         annotations: JSON.parse(annotationsJson),
         execute: async (input) => {
-          const result = JSON.parse(await handler(JSON.stringify(input ?? {})));
+          const result = JSON.parse(await runPythonTool(handler, JSON.stringify(input ?? {})));
           emit("tool", { name, arguments: input ?? {}, result });
           return result;
         },

@@ -39,21 +39,31 @@ $("agent-type").textContent = config.agent_type;
 $("router-url").textContent = config.router_url;
 
 const LOG_LIMIT = 200; // a page left open for hours keeps the newest entries only
+// Entries wait for the next frame: a tool call or a message does not wait for the page's DOM.
+const unrendered = [];
 
 function log(kind, summary, detail) {
-  const item = document.createElement("li");
-  item.className = `log-${kind}`;
-  const time = new Date().toLocaleTimeString([], { hour12: false });
-  item.innerHTML = `<time></time> <b></b> <span></span>`;
-  item.querySelector("time").textContent = time;
-  item.querySelector("b").textContent = kind;
-  item.querySelector("span").textContent = summary;
-  if (detail !== undefined) {
-    const pre = document.createElement("pre");
-    pre.textContent = JSON.stringify(detail, null, 2);
-    item.append(pre);
-  }
-  $("log").prepend(item);
+  unrendered.push({ kind, summary, detail, at: new Date() });
+  if (unrendered.length > LOG_LIMIT) unrendered.shift(); // a hidden tab draws no frames
+  if (unrendered.length === 1) requestAnimationFrame(renderLog);
+}
+
+function renderLog() {
+  const items = unrendered.splice(0).map(({ kind, summary, detail, at }) => {
+    const item = document.createElement("li");
+    item.className = `log-${kind}`;
+    item.innerHTML = `<time></time> <b></b> <span></span>`;
+    item.querySelector("time").textContent = at.toLocaleTimeString([], { hour12: false });
+    item.querySelector("b").textContent = kind;
+    item.querySelector("span").textContent = summary;
+    if (detail !== undefined) {
+      const pre = document.createElement("pre");
+      pre.textContent = JSON.stringify(detail, null, 2);
+      item.append(pre);
+    }
+    return item;
+  });
+  $("log").prepend(...items.reverse());
   while ($("log").childElementCount > LOG_LIMIT) $("log").lastElementChild.remove();
 }
 

@@ -55,6 +55,20 @@ export async function loadPythonRuntime() {
   return { pyodide, boot };
 }
 
+/**
+ * Call a Python tool handler (py/webmcp_a2a/browser/page.py): it answers at once with the result's
+ * JSON when the call did not have to wait, else with a proxy of the task still working on it.
+ */
+export async function runPythonTool(handler, argumentsJson) {
+  const answer = handler(argumentsJson);
+  if (typeof answer === "string") return answer;
+  try {
+    return await answer;
+  } finally {
+    answer.destroy();
+  }
+}
+
 export async function fetchBytes(url) {
   const response = await fetch(url);
   if (!response.ok) throw new Error(`${url}: HTTP ${response.status}`);

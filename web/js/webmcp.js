@@ -56,10 +56,16 @@ class ModelContextFacade {
   #context;
   #native;
   #unregisters = new Map(); // tool name -> unregister(), for tools registered through the facade
+  // This window's tools as getTools() last gave them (a call costs more than a small tool's whole
+  // run), until they change (a registration dispatches toolchange before it resolves).
+  #tools = null;
 
   constructor(context, native) {
     this.#context = context;
     this.#native = native;
+    context.addEventListener("toolchange", () => {
+      this.#tools = null;
+    });
   }
 
   async registerTool(tool) {
@@ -70,6 +76,7 @@ class ModelContextFacade {
   unregisterTool(name) {
     this.#unregisters.get(name)?.();
     this.#unregisters.delete(name);
+    this.#tools = null; // an aborted registration's toolchange comes later
   }
 
   async provideContext({ tools = [] } = {}) {
@@ -121,9 +128,9 @@ class ModelContextFacade {
 
   // Native getTools() also lists the tools of same-origin iframes, the polyfill cannot: keeping to
   // this window's tools makes the facade behave the same over both (and matches page.webmcp).
-  async #ownTools() {
-    const tools = await this.#context.getTools();
-    return tools.filter((tool) => tool.window === window);
+  #ownTools() {
+    this.#tools ??= this.#context.getTools().then((tools) => tools.filter((tool) => tool.window === window));
+    return this.#tools;
   }
 }
 

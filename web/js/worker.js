@@ -8,10 +8,10 @@
  */
 
 import { Channel } from "./channel.js";
-import { startPython } from "./runtime.js";
+import { runPythonTool, startPython } from "./runtime.js";
 
 const page = Channel.overPort(self, "page");
-const handlers = new Map(); // tool name -> Python handler(argumentsJson) -> Promise<resultJson>
+const handlers = new Map(); // tool name -> Python handler (runPythonTool)
 const registrations = new Map(); // tool name -> {resolve, reject} until the page confirms
 
 page.on("start", async ({ config }) => {
@@ -46,7 +46,7 @@ page.on("tool-registered", ({ name, error }) => {
 page.on("call", async ({ id, name, args }) => {
   const handler = handlers.get(name);
   const result = handler
-    ? await handler(args)
+    ? await runPythonTool(handler, args)
     : JSON.stringify({ isError: true, content: [{ type: "text", text: `no tool ${name} in this worker` }] });
   page.send("call-result", { id, result });
 });

@@ -51,8 +51,10 @@ from .websocket import BrowserWebSocketTransport
 if TYPE_CHECKING:
     from pyodide.ffi import JsCallable
 
-ToolHandler = Callable[[str], Awaitable[str]]
-"""A tool's ``execute``, as the page calls it: arguments as JSON in, an MCP result as JSON out."""
+ToolHandler = Callable[[str], str | asyncio.Task[str]]
+"""A tool's ``execute``, as the page calls it: arguments as JSON in, an MCP result as JSON out;
+the result itself when the call finished at once, else the task still working on it
+(``runPythonTool`` in web/js/runtime.js awaits it)."""
 
 
 class Bridge(Protocol):
@@ -65,7 +67,7 @@ class Bridge(Protocol):
         description: str,
         schema_json: str,
         annotations_json: str,
-        handler: JsCallable[[str], Awaitable[str]],
+        handler: JsCallable[[str], str | asyncio.Task[str]],
     ) -> Awaitable[None]: ...
 
     def emit(self, kind: str, detail_json: str) -> None: ...
@@ -107,7 +109,7 @@ class PageAgent:
             on_change=self._link_changed,
         )
         # Proxies of the tool handlers, kept alive for the page's lifetime.
-        self._handlers: list[JsCallable[[str], Awaitable[str]]] = []
+        self._handlers: list[JsCallable[[str], str | asyncio.Task[str]]] = []
         self.agent.on_message(self._emit_message)
         self.agent.on_state(self._state_changed)
 
@@ -162,8 +164,14 @@ class PageAgent:
     # --- internals ------------------------------------------------------------------
 
     def _handler(self, tool: Tool[Any, Any]) -> ToolHandler:
-        async def handle(arguments_json: str) -> str:
-            return await tool.call(self.agent, arguments_json)
+        loop = asyncio.get_running_loop()
+
+        def handle(arguments_json: str) -> str | asyncio.Task[str]:
+            # Run at once, up to the call's first real wait: most calls never wait, and a task
+            # scheduled the usual way would first go round the browser's event loop. (Pyodide's
+            # loop.create_task ignores eager_start; the Task itself honours it.)
+            task = asyncio.Task(tool.call(self.agent, arguments_json), loop=loop, eager_start=True)  # type: ignore[call-arg]  # 3.12+: Pyodide has 3.14, mypy checks for 3.11
+            return task.result() if task.done() else task
 
         return handle
 
