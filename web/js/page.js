@@ -57,9 +57,13 @@ function renderLog() {
     item.querySelector("b").textContent = kind;
     item.querySelector("span").textContent = summary;
     if (detail !== undefined) {
-      const pre = document.createElement("pre");
-      pre.textContent = JSON.stringify(detail, null, 2);
-      item.append(pre);
+      // Folded, and written out only when unfolded: most entries are never read.
+      const more = document.createElement("details");
+      more.innerHTML = "<summary>details</summary><pre></pre>";
+      more.addEventListener("toggle", () => {
+        more.querySelector("pre").textContent ||= JSON.stringify(detail, null, 2);
+      });
+      item.append(more);
     }
     return item;
   });
