@@ -768,13 +768,20 @@ class UnsubscribeArgs(_Model):
     subscription_id: str = Field(min_length=1, max_length=64)
 
 
+INBOX_MAX_WAIT_SECONDS = 60
+INBOX_MAX_TAKE = 1000
+
+
 class InboxArgs(_Model):
     """Arguments of ``a2a_inbox``."""
 
     wait_seconds: float = Field(
-        0, ge=0, le=60, description="When the inbox is empty, wait up to this long for something to arrive"
+        0,
+        ge=0,
+        le=INBOX_MAX_WAIT_SECONDS,
+        description="When the inbox is empty, wait up to this long for something to arrive",
     )
-    max_messages: int = Field(50, ge=1, le=1000, description="Return at most this many, oldest first")
+    max_messages: int = Field(50, ge=1, le=INBOX_MAX_TAKE, description="Return at most this many, oldest first")
     correlation_id: str | None = Field(None, description="Only messages with this correlation_id")
 
 

@@ -1,17 +1,10 @@
-"""serve.py's flags: each one sets the router setting it names."""
+"""serve.py's flags (``webmcp-a2a serve``): each one sets the router setting it names."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
 
-from tests.conftest import ROOT
-
-spec = importlib.util.spec_from_file_location("serve", ROOT / "serve.py")
-assert spec is not None
-assert spec.loader is not None
-serve = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(serve)
+from webmcp_a2a.cli import serve
 
 
 def test_every_limit_flag_sets_its_setting():

@@ -1,0 +1,9 @@
+"""The ``webmcp-a2a`` command: run the router, and script against the mesh from a shell.
+
+``serve`` is :mod:`.serve` (the same program as ``python serve.py``); the other commands join the
+mesh as a short-lived agent of their own with the CPython client (:mod:`.commands`).
+"""
+
+from .commands import main
+
+__all__ = ["main"]
