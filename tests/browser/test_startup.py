@@ -86,3 +86,57 @@ def test_without_a_usable_snapshot_the_page_starts_the_ordinary_way_and_works(me
         assert result["structuredContent"]["delivered"] is True, result
     finally:
         page.close()
+
+
+def open_page(mesh, query: str, wait_for: str, route: tuple[str, bytes] | None = None):
+    page = mesh.context.new_page()
+    if route is not None:
+        pattern, body = route
+        page.route(pattern, lambda request: request.fulfill(status=200, body=body))
+    page.goto(f"{mesh.base_url}/?{query}")
+    wait_until(page, wait_for, timeout=READY_TIMEOUT_MS)
+    return page
+
+
+def test_the_start_up_is_shown_phase_by_phase(mesh):
+    page = open_page(mesh, f"agent_id=phases-{mesh.mode}", "document.documentElement.dataset.a2a === 'ready'")
+    try:
+        reports = page.evaluate("window.a2a.progress")
+        phases = [report["phase"] for report in reports]
+        assert list(dict.fromkeys(phases)) == ["download", "python", "packages", "agent", "router", "ready"]
+        times = [report["at"] for report in reports]
+        assert times == sorted(times)
+        assert any(report.get("total", 0) > 1_000_000 for report in reports)  # bytes while downloading
+        assert page.get_attribute("#startup", "data-phase") == "ready"
+        assert page.evaluate("document.getElementById('boot-progress').value") == 100
+        assert "ready" in page.text_content("#boot-phase")
+    finally:
+        page.close()
+
+
+def test_a_failed_start_up_names_the_phase_and_the_reason(mesh):
+    # A wheel whose bytes are not the ones its lock pins: the browser refuses it (subresource integrity).
+    page = open_page(
+        mesh,
+        f"agent_id=tampered-{mesh.mode}&mode=main",
+        "document.getElementById('startup').dataset.phase === 'failed'",
+        route=("**/static/wheels/pydantic-*.whl", b"not the wheel the lock pins"),
+    )
+    try:
+        assert page.get_attribute("#startup", "data-failed-phase") == "packages"
+        assert "failed while loading pydantic: Could not load pydantic" in page.text_content("#boot-phase")
+    finally:
+        page.close()
+
+
+def test_a_refused_agent_shows_why_in_the_start_up_view(mesh, alice):
+    # Another tab's agent id, without its credential (a fresh context keeps no localStorage).
+    context = mesh.context.browser.new_context()
+    try:
+        page = context.new_page()
+        page.goto(f"{mesh.base_url}/?agent_id={alice.agent_id}")
+        wait_until(page, "document.getElementById('startup').dataset.phase === 'failed'", timeout=READY_TIMEOUT_MS)
+        assert page.get_attribute("#startup", "data-failed-phase") == "router"
+        assert "failed while joining the router: refused" in page.text_content("#boot-phase")
+    finally:
+        context.close()

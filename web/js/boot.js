@@ -4,8 +4,8 @@
  *
  * Resolves to `{pyodide, agent, native}`; `agent` is the Python PageAgent (a PyProxy).
  * `uplink` (optional) is the agent's line to the hub of the page hosting it (hub.js / channel.js).
- * Emits `a2a:*` CustomEvents on window: `boot` (how Python started: runtime.js), `state`, `message`,
- * `tool` (every tool call and its result).
+ * Emits `a2a:*` CustomEvents on window: `progress` (start-up phases), `boot` (how Python started:
+ * runtime.js), `state`, `message`, `tool` (every tool call and its result).
  * An agent in a Web Worker instead: worker-host.js.
  */
 
@@ -78,11 +78,20 @@ export function emit(kind, detail) {
   window.dispatchEvent(new CustomEvent(`a2a:${kind}`, { detail }));
 }
 
+/** Report a start-up phase (runtime.js PHASES) as an `a2a:progress` event. */
+export function progress(phase, detail = {}) {
+  emit("progress", { phase, ...detail });
+}
+
 export async function boot(config = pageConfig(), { uplink = null } = {}) {
   performance.mark("a2a:boot");
-  const [{ context, native }, { pyodide, boot: started }] = await Promise.all([installModelContext(), startPython()]);
+  const [{ context, native }, { pyodide, boot: started }] = await Promise.all([
+    installModelContext(),
+    startPython(progress),
+  ]);
   performance.mark("a2a:python-ready");
   emit("boot", started);
+  progress("agent");
 
   const bridge = {
     registerTool: (name, title, description, schemaJson, annotationsJson, handler) =>
@@ -104,5 +113,6 @@ export async function boot(config = pageConfig(), { uplink = null } = {}) {
   const agent = await page.start(JSON.stringify(config), bridge, uplink);
   page.destroy();
   performance.mark("a2a:tools-registered");
+  progress("router");
   return { pyodide, agent, native, context };
 }

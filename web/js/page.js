@@ -6,9 +6,10 @@
  * router has welcomed the agent; `window.a2a.agent` is the Python PageAgent.
  */
 
-import { pageConfig } from "./boot.js";
+import { pageConfig, progress } from "./boot.js";
 import { drops } from "./channel.js";
 import { startPageAgent } from "./placement.js";
+import { PHASES } from "./runtime.js";
 
 const $ = (id) => document.getElementById(id);
 const config = pageConfig();
@@ -93,6 +94,7 @@ window.addEventListener("a2a:state", ({ detail }) => {
   $("state-detail").textContent = detail.reason
     ? `${detail.reason}${detail.retry_in ? `, retry in ${detail.retry_in}s` : ""}`
     : `via ${detail.transport}`;
+  if (detail.state === "refused" && $("startup").dataset.phase !== "ready") startupFailed(`refused: ${detail.reason}`);
   log("state", `${detail.state}${detail.reason ? ` (${detail.reason})` : ""}`);
 });
 
@@ -100,6 +102,36 @@ window.addEventListener("a2a:boot", ({ detail }) => {
   window.a2a.boot = detail;
   log("boot", `Python started: snapshot ${detail.snapshot}, bytecode ${detail.bytecode}`);
 });
+
+// Start-up progress: the phase, its share of the bar, the time since navigation; what failed, and why.
+const PHASE_TEXT = {
+  download: "downloading Python",
+  python: "starting Python",
+  packages: "loading pydantic",
+  agent: "starting the agent and registering its tools",
+  router: "joining the router",
+  ready: "ready",
+};
+
+window.addEventListener("a2a:progress", ({ detail }) => {
+  const at = Math.round(performance.now());
+  window.a2a.progress.push({ ...detail, at });
+  const within = detail.total ? detail.loaded / detail.total : 0;
+  $("boot-progress").value = Math.round(((PHASES.indexOf(detail.phase) + within) / (PHASES.length - 1)) * 100);
+  const bytes = detail.total ? ` (${megabytes(detail.loaded)} of ${megabytes(detail.total)} MB)` : "";
+  $("boot-phase").textContent = `${PHASE_TEXT[detail.phase]}${bytes}, ${at} ms after navigation`;
+  $("startup").dataset.phase = detail.phase;
+});
+
+const megabytes = (bytes) => (bytes / 2 ** 20).toFixed(1);
+
+function startupFailed(reason) {
+  const phase = $("startup").dataset.phase;
+  if (phase === "failed") return;
+  $("boot-phase").textContent = `failed while ${PHASE_TEXT[phase] ?? "loading the page's scripts"}: ${reason}`;
+  $("startup").dataset.failedPhase = phase;
+  $("startup").dataset.phase = "failed";
+}
 
 window.addEventListener("a2a:message", ({ detail }) => {
   const what = detail.subscription_id ? `event on ${detail.to_agent}` : detail.message_type;
@@ -159,20 +191,19 @@ async function start() {
   $("webmcp-kind").textContent = booted.native ? "native document.modelContext" : "polyfill (@mcp-b/webmcp-polyfill)";
   showTools(await navigator.modelContext.listTools());
   await booted.connected;
-  const [boot_, ready] = [performance.getEntriesByName("a2a:boot")[0], performance.now()];
   performance.mark("a2a:ready");
-  $("startup").textContent =
-    `ready ${Math.round(ready)} ms after navigation (boot script started at ${Math.round(boot_.startTime)} ms)`;
+  progress("ready");
   const { agent, pyodide, native, hub } = booted;
   Object.assign(window.a2a, { agent, pyodide, native, hub }); // before "ready": waiters find them set
   document.documentElement.dataset.a2a = "ready";
   return booted;
 }
 
-window.a2a = { config, drops };
+window.a2a = { config, drops, progress: [] };
 const ready = start();
 window.a2a.ready = ready.then(() => true);
 ready.catch((error) => {
+  startupFailed(error.message);
   $("state").textContent = "failed";
   $("state").dataset.state = "failed";
   log("error", `start-up failed: ${error.message}`);

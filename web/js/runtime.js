@@ -19,10 +19,21 @@ export const PACKAGE_DIR = "/home/pyodide/app";
 export const SNAPSHOT = "/static/boot/pyodide.snapshot";
 export const BYTECODE_ZIP = "/static/boot/pyc.zip";
 
+/**
+ * The phases of a start-up, in order (the test page shows them). startPython() reports the first
+ * three through `report(phase, detail)` (`download` with `{loaded, total}` bytes); its callers the rest.
+ */
+export const PHASES = ["download", "python", "packages", "agent", "router", "ready"];
+
 /** `{pyodide, boot}`: Pyodide with pydantic loaded and the package importable, and how it started. */
-export async function startPython() {
-  const bytecode = fetchBytes(BYTECODE_ZIP).catch(() => null);
-  const [{ pyodide, boot }, packageZip] = await Promise.all([loadPythonRuntime(), fetchBytes(PACKAGE_ZIP)]);
+export async function startPython(report = () => {}) {
+  report("download", { loaded: 0, total: 0 });
+  const downloads = new Downloads(report);
+  const bytecode = downloads.fetch(BYTECODE_ZIP).catch(() => null);
+  const [{ pyodide, boot }, packageZip] = await Promise.all([
+    loadPythonRuntime(downloads, report),
+    downloads.fetch(PACKAGE_ZIP),
+  ]);
   // Bytecode first: its .pyc are checked-hash, used only while they match the sources beside them.
   const pyc = await bytecode;
   if (pyc) pyodide.unpackArchive(pyc, "zip", { extractDir: "/" });
@@ -32,10 +43,11 @@ export async function startPython() {
   return { pyodide, boot: { ...boot, bytecode: pyc ? "used" : "not found" } };
 }
 
-export async function loadPythonRuntime() {
-  const snapshot = fetchBytes(SNAPSHOT);
+export async function loadPythonRuntime(downloads = new Downloads(), report = () => {}) {
+  const snapshot = downloads.fetch(SNAPSHOT);
   snapshot.catch(() => {}); // looked at below; not an unhandled rejection meanwhile
   const { loadPyodide } = await import(`${PYODIDE_URL}pyodide.mjs`);
+  snapshot.finally(() => report("python"));
   // location is the page's, or the worker script's: both are on the page's origin.
   const options = { indexURL: PYODIDE_URL, lockFileURL: new URL(WHEELS_LOCK, location.href).href };
   let pyodide;
@@ -48,6 +60,7 @@ export async function loadPythonRuntime() {
     boot = { snapshot: `not used: ${error?.message ?? error}`.split("\n")[0] };
     pyodide = await loadPyodide(options);
   }
+  report("packages");
   const failures = [];
   // loadPackage reports a failure through errorCallback, not by throwing.
   await pyodide.loadPackage(["pydantic"], { errorCallback: (message) => failures.push(message) });
@@ -69,8 +82,34 @@ export async function runPythonTool(handler, argumentsJson) {
   }
 }
 
-export async function fetchBytes(url) {
-  const response = await fetch(url);
-  if (!response.ok) throw new Error(`${url}: HTTP ${response.status}`);
-  return response.arrayBuffer();
+/** The start-up's own fetches, with their bytes counted as they arrive (a few reports a second). */
+class Downloads {
+  #report;
+  #loaded = 0;
+  #total = 0;
+  #reported = 0;
+
+  constructor(report = () => {}) {
+    this.#report = report;
+  }
+
+  async fetch(url) {
+    const response = await fetch(url);
+    if (!response.ok) throw new Error(`${url}: HTTP ${response.status}`);
+    const length = Number(response.headers.get("content-length"));
+    if (!length) return response.arrayBuffer(); // not counted: its size is not known ahead
+    this.#total += length;
+    const bytes = new Uint8Array(length); // filled as it arrives: one copy, as arrayBuffer() makes
+    let offset = 0;
+    for await (const chunk of response.body) {
+      bytes.set(chunk, offset);
+      offset += chunk.byteLength;
+      this.#loaded += chunk.byteLength;
+      if (performance.now() - this.#reported > 100) {
+        this.#reported = performance.now();
+        this.#report("download", { loaded: this.#loaded, total: this.#total });
+      }
+    }
+    return bytes.buffer;
+  }
 }

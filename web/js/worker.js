@@ -16,8 +16,11 @@ const registrations = new Map(); // tool name -> {resolve, reject} until the pag
 
 page.on("start", async ({ config }) => {
   try {
-    const { pyodide, boot } = await startPython();
+    const progress = (phase, detail = {}) =>
+      page.send("emit", { event: "progress", detail: JSON.stringify({ phase, ...detail }) });
+    const { pyodide, boot } = await startPython(progress);
     page.send("emit", { event: "boot", detail: JSON.stringify(boot) });
+    progress("agent");
     const bridge = {
       registerTool: (name, title, description, schemaJson, annotationsJson, handler) =>
         new Promise((resolve, reject) => {
@@ -30,6 +33,7 @@ page.on("start", async ({ config }) => {
     const entry = pyodide.pyimport("webmcp_a2a.browser.worker");
     self.agent = await entry.start(JSON.stringify(config), bridge, page.uplink());
     entry.destroy();
+    progress("router");
     page.send("started");
   } catch (error) {
     page.send("failed", { message: String(error?.message ?? error) });
