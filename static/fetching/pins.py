@@ -40,6 +40,15 @@ WHEELS: dict[str, str] = {
     "typing-extensions": "4.16.0",
     "annotated-types": "0.8.0",
     "typing-inspection": "0.4.5",
+    # For page agents users write (issue 13): micropip installs what an agent declares from these,
+    # and pyodide-http lets it use requests / urllib over the page's own HTTP.
+    "micropip": "0.11.1",
+    "pyodide-http": "0.2.2",
+    "requests": "2.34.2",
+    "urllib3": "2.8.0",
+    "idna": "3.20",
+    "charset-normalizer": "3.5.2",
+    "certifi": "2026.10.18",
 }
 
 # Platform of the Pyodide build (checked against its pyodide-lock.json `info`

@@ -21,6 +21,7 @@ from urllib.parse import urlparse
 
 import pytest
 from playwright.sync_api import Browser, BrowserContext, Frame, Page, Playwright
+from playwright.sync_api import Error as PlaywrightError
 
 from bench.common import CHROMIUM, QUIET_NETWORK
 from tests.conftest import free_port, serving
@@ -46,11 +47,21 @@ def wait_until(target: Page | Frame, expression: str, arg: Any = None, timeout: 
     through the DevTools protocol, which CSP does not govern.
     """
     deadline = time.monotonic() + timeout / 1000
-    while not (value := target.evaluate(expression, arg)):
+    while not (value := _evaluate_through_navigation(target, expression, arg)):
         if time.monotonic() > deadline:
             raise TimeoutError(f"not true within {timeout / 1000:g}s: {expression}")
         time.sleep(0.05)
     return value
+
+
+def _evaluate_through_navigation(target: Page | Frame, expression: str, arg: Any) -> Any:
+    """``evaluate``, or None while the target is between two documents (a reload, a navigation)."""
+    try:
+        return target.evaluate(expression, arg)
+    except PlaywrightError as error:
+        if "Execution context was destroyed" in error.message:
+            return None
+        raise
 
 
 @dataclass
@@ -79,7 +90,7 @@ class Mesh:
         page = self.context.new_page()
         page.agent_id = agent_id  # type: ignore[attr-defined]  # the tests' own label on the page
         page.goto(f"{self.base_url}/?{query}")
-        wait_until(page, "document.documentElement.dataset.a2a === 'ready'", timeout=READY_TIMEOUT_MS)
+        wait_until(page, "document.documentElement?.dataset.a2a === 'ready'", timeout=READY_TIMEOUT_MS)
         self.pages[agent_id] = page
         return page
 

@@ -229,7 +229,7 @@ def test_a_page_agents_answer_reaches_a_task_across_a_router_restart(mesh, tmp_p
         page = mesh.context.new_page()
         page.agent_id = agent_id
         page.goto(f"{first}/?agent_id={agent_id}&agent_type=executor")
-        wait_until(page, "document.documentElement.dataset.a2a === 'ready'", timeout=READY_TIMEOUT_MS)
+        wait_until(page, "document.documentElement?.dataset.a2a === 'ready'", timeout=READY_TIMEOUT_MS)
         with ThreadPoolExecutor(1) as thread:
             started = thread.submit(asyncio.run, _with_client(first, agent_id, start)).result(60).task
         task = take_a2a_task(mesh, page, question)
@@ -350,7 +350,7 @@ def open_page_on(mesh, base_url: str, agent_id: str) -> Any:
     page = mesh.context.new_page()
     page.agent_id = agent_id
     page.goto(f"{base_url}/?agent_id={agent_id}&agent_type=executor")
-    wait_until(page, "document.documentElement.dataset.a2a === 'ready'", timeout=READY_TIMEOUT_MS)
+    wait_until(page, "document.documentElement?.dataset.a2a === 'ready'", timeout=READY_TIMEOUT_MS)
     return page
 
 

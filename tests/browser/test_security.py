@@ -15,7 +15,7 @@ from playwright.sync_api import Page
 from tests.browser.conftest import READY_TIMEOUT_MS, wait_until
 from tests.conftest import free_port, serving
 
-READY = "document.documentElement.dataset.a2a === 'ready'"
+READY = "document.documentElement?.dataset.a2a === 'ready'"
 
 
 def test_a_reloaded_page_reclaims_its_own_agent_id(mesh, alice):
@@ -41,7 +41,7 @@ def test_another_browser_cannot_take_an_offline_agents_id(mesh, chromium):
     try:
         intruder = stranger.new_page()
         intruder.goto(f"{mesh.base_url}/?agent_id={agent_id}&agent_type=executor")
-        wait_until(intruder, "document.getElementById('state').dataset.state === 'refused'", timeout=30_000)
+        wait_until(intruder, "document.getElementById('state')?.dataset.state === 'refused'", timeout=30_000)
         assert "4001" in intruder.evaluate("document.getElementById('state-detail').textContent")
     finally:
         stranger.close()

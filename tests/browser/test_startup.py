@@ -23,7 +23,7 @@ def open_main_page(mesh, name: str, snapshot_body: bytes | None = None, snapshot
         )
     agent_id = f"{name}-{mesh.mode}-{next(_pages)}"
     page.goto(f"{mesh.base_url}/?agent_id={agent_id}&agent_type=executor&mode=main")
-    wait_until(page, "document.documentElement.dataset.a2a === 'ready'", timeout=READY_TIMEOUT_MS)
+    wait_until(page, "document.documentElement?.dataset.a2a === 'ready'", timeout=READY_TIMEOUT_MS)
     page.agent_id = agent_id
     return page
 
@@ -99,7 +99,7 @@ def open_page(mesh, query: str, wait_for: str, route: tuple[str, bytes] | None =
 
 
 def test_the_start_up_is_shown_phase_by_phase(mesh):
-    page = open_page(mesh, f"agent_id=phases-{mesh.mode}", "document.documentElement.dataset.a2a === 'ready'")
+    page = open_page(mesh, f"agent_id=phases-{mesh.mode}", "document.documentElement?.dataset.a2a === 'ready'")
     try:
         reports = page.evaluate("window.a2a.progress")
         phases = [report["phase"] for report in reports]
@@ -119,7 +119,7 @@ def test_a_failed_start_up_names_the_phase_and_the_reason(mesh):
     page = open_page(
         mesh,
         f"agent_id=tampered-{mesh.mode}&mode=main",
-        "document.getElementById('startup').dataset.phase === 'failed'",
+        "document.getElementById('startup')?.dataset.phase === 'failed'",
         route=("**/static/wheels/pydantic-*.whl", b"not the wheel the lock pins"),
     )
     try:
@@ -135,7 +135,7 @@ def test_a_refused_agent_shows_why_in_the_start_up_view(mesh, alice):
     try:
         page = context.new_page()
         page.goto(f"{mesh.base_url}/?agent_id={alice.agent_id}")
-        wait_until(page, "document.getElementById('startup').dataset.phase === 'failed'", timeout=READY_TIMEOUT_MS)
+        wait_until(page, "document.getElementById('startup')?.dataset.phase === 'failed'", timeout=READY_TIMEOUT_MS)
         assert page.get_attribute("#startup", "data-failed-phase") == "router"
         assert "failed while joining the router: refused" in page.text_content("#boot-phase")
     finally:

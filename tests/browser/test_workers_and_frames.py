@@ -94,7 +94,7 @@ def mesh_page(mesh, router_gate):
         }
     )
     page.goto(f"{mesh.base_url}/web/mesh.html?{query}")
-    wait_until(page, "document.documentElement.dataset.mesh === 'ready'", timeout=2 * READY_TIMEOUT_MS)
+    wait_until(page, "document.documentElement?.dataset.mesh === 'ready'", timeout=2 * READY_TIMEOUT_MS)
     yield MeshPage(mesh, page)
     page.close()
 
@@ -370,7 +370,7 @@ def test_a_relayed_iframe_agent_that_reloads_comes_back_on_the_fallback(mesh, me
     frame_b = mesh_page.frame_b
     with mesh_page.page.expect_event("framenavigated", predicate=lambda frame: frame.name == "frame-b"):
         frame_b.evaluate("setTimeout(() => location.reload())")
-    wait_until(frame_b, "document.documentElement.dataset.a2a === 'ready'", timeout=READY_TIMEOUT_MS)
+    wait_until(frame_b, "document.documentElement?.dataset.a2a === 'ready'", timeout=READY_TIMEOUT_MS)
     mesh_page.wait_for_transport(["frame_b"], "postmessage")
     assert mesh_page.call("frame_b", "a2a_status", {})["switches"] == 0  # a new runtime
     sent = mesh.call(

@@ -26,6 +26,7 @@ export function pageConfig(params = new URLSearchParams(location.search)) {
     capabilities: params.get("capabilities")?.split(",").filter(Boolean) ?? [],
     region: region?.length === 4 ? { x: region[0], y: region[1], width: region[2], height: region[3] } : null,
     router_url: params.get("router") || defaultRouterUrl(),
+    agent_url: params.get("agent") || null,
     ...placement(params),
   };
 }

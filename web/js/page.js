@@ -98,6 +98,8 @@ window.addEventListener("a2a:state", ({ detail }) => {
   log("state", `${detail.state}${detail.reason ? ` (${detail.reason})` : ""}`);
 });
 
+window.addEventListener("a2a:error", ({ detail }) => log("error", detail.message));
+
 window.addEventListener("a2a:boot", ({ detail }) => {
   window.a2a.boot = detail;
   log("boot", `Python started: snapshot ${detail.snapshot}, bytecode ${detail.bytecode}`);

@@ -43,6 +43,7 @@ from ..protocol import (
     Region,
     StatusArgs,
 )
+from . import user_agent
 from .fallback import RouterLink
 from .postmessage import HostUplink, JsUplink
 from .tools import TOOLS, Tool
@@ -84,6 +85,9 @@ class PageConfig(BaseModel):
     where: Placement = "main"
     probe_max_delay: float = Field(10.0, gt=0, le=60, description="Longest wait between WebSocket probes")
     open_timeout: float = Field(5.0, gt=0, le=60, description="Use the fallback if the WebSocket is not open by then")
+    agent_url: str | None = Field(
+        None, pattern=r"^/[^/]", description="A page agent file to run, on the page's own server (?agent=)"
+    )
 
 
 # What the page's configuration says of the agent's hello (the models say which fields those are).
@@ -110,6 +114,7 @@ class PageAgent:
         )
         # Proxies of the tool handlers, kept alive for the page's lifetime.
         self._handlers: list[JsCallable[[str], str | asyncio.Task[str]]] = []
+        self._user_setup: asyncio.Future[None] | None = None
         self.agent.on_message(self._emit_message)
         self.agent.on_state(self._state_changed)
 
@@ -135,6 +140,15 @@ class PageAgent:
             )
         # All at once: from a worker each registration is a round trip to the page.
         await asyncio.gather(*registrations)
+
+    def start_user_agent(self, user: user_agent.PageAgentFile) -> None:
+        """Its subscriptions and ``setup`` once joined; a failure there is the page's to see."""
+        self._user_setup = asyncio.ensure_future(user.joined(self.agent))
+        self._user_setup.add_done_callback(self._user_setup_done)
+
+    def _user_setup_done(self, done: asyncio.Future[None]) -> None:
+        if not done.cancelled() and (error := done.exception()) is not None:
+            self.bridge.emit("error", json.dumps({"message": f"{self.config.agent_url}: setup failed: {error}"}))
 
     def on_message(self, handler: MessageHandler) -> Callable[[], None]:
         """Python handler for every message this agent receives; returns a function that removes it."""
@@ -235,8 +249,15 @@ _PLACES = {"main": "page's main thread", "worker": "a Web Worker", "iframe": "an
 
 
 async def start(config_json: str, bridge: Bridge, uplink: JsUplink | None = None) -> PageAgent:
-    """Create the agent, start connecting (WebSocket first), and register its tools."""
-    agent = PageAgent(PageConfig.model_validate_json(config_json), bridge, uplink)
+    """Create the agent (running its page agent file, if it has one), start connecting (WebSocket
+    first), and register its tools."""
+    config = PageConfig.model_validate_json(config_json)
+    user = await user_agent.load(config.agent_url) if config.agent_url else None
+    agent = PageAgent(config, bridge, uplink)
+    if user is not None:
+        user.attach(agent.agent)
     agent.connect()
-    await agent.register_tools()
+    await agent.register_tools((*TOOLS, *(user.tools if user else ())))
+    if user is not None:
+        agent.start_user_agent(user)
     return agent

@@ -103,6 +103,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     for flag, name in (("--tls-cert", "tls_cert"), ("--tls-key", "tls_key"), ("--tls-client-ca", "tls_client_ca")):
         tls.add_argument(flag, dest=name, metavar="PEM", help=RouterSettings.model_fields[name].description)
     parser.add_argument(
+        "--page-agents",
+        dest="page_agents_dir",
+        metavar="DIR",
+        help=RouterSettings.model_fields["page_agents_dir"].description,
+    )
+    parser.add_argument(
         "--hub-name",
         help="this router's name among federated hubs: another hub that registers this one reaches agent X "
         "as X@NAME (default: hub-PORT)",
@@ -145,6 +151,7 @@ def settings_of(args: argparse.Namespace) -> RouterSettings:
         tls_cert=args.tls_cert,
         tls_key=args.tls_key,
         tls_client_ca=args.tls_client_ca,
+        page_agents_dir=args.page_agents_dir,
         **{name: getattr(args, name) for name in SETTING_FLAGS.values()},
     )
 

@@ -77,6 +77,7 @@ def create_app(
     router = Router(settings)
     web_dir = web_dir or PROJECT_DIR / "web"
     static_dir = static_dir or PROJECT_DIR / "static"
+    page_agents_dir = Path(router.settings.page_agents_dir or PROJECT_DIR / "examples" / "page_agents")
 
     async def a2a_socket(websocket: WebSocket) -> None:
         # The Origin was checked before this runs (OriginGate): only allowed pages, or no browser, get here.
@@ -163,6 +164,7 @@ def create_app(
             *a2a.routes(),
             *registry_routes(remotes, settings.join_tokens, local_ids),
             Mount("/web", NoCacheStaticFiles(directory=web_dir), name="web"),
+            Mount("/page-agents", NoCacheStaticFiles(directory=page_agents_dir, check_dir=False), name="page-agents"),
             # Pinned, hash-named-by-version assets: the browser may cache them.
             Mount("/static", StaticFiles(directory=static_dir, check_dir=False), name="static"),
         ],

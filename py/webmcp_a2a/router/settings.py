@@ -40,6 +40,12 @@ class RouterSettings(BaseModel):
         None, description="PEM CA bundle: ask clients for a certificate (optional) and verify it against these CAs"
     )
 
+    page_agents_dir: str | None = Field(
+        None,
+        description="Folder of page agents users write, served at /page-agents/ for ?agent=/page-agents/NAME.py "
+        "(default: the checkout's examples/page_agents)",
+    )
+
     store_path: str = Field(
         ":memory:", description="SQLite file for messages kept for absent agents, known agents and subscriptions"
     )

@@ -1,0 +1,3 @@
+"""``micropip`` (a wheel the page hosts): installs pure-Python wheels in Pyodide."""
+
+async def install(requirements: str | list[str], *, index_urls: list[str] | str | None = None) -> None: ...

@@ -1,0 +1,3 @@
+"""``pyodide_http`` (a wheel the page hosts): patches requests and urllib to use the browser's HTTP."""
+
+def patch_all() -> None: ...
