@@ -1,4 +1,5 @@
-"""Remake docs/screenshot.png: alice sends bob a task through the form, bob reads his inbox.
+"""Remake docs/screenshot.png: alice sends bob a task through the tool console's form, bob reads
+his inbox.
 
 .venv/bin/python docs/screenshot.py   (with `make run` serving on 127.0.0.1:8765)
 """
@@ -15,9 +16,14 @@ BASE = sys.argv[1] if len(sys.argv) > 1 else "http://127.0.0.1:8765"
 ARGS = [*QUIET_NETWORK, "--enable-features=WebMCP"]
 
 
-def call_from_form(page, tool: str, arguments: str) -> None:
+def call_from_form(page, tool: str, fields: dict[str, str]) -> None:
     page.select_option("#tool-name", tool)
-    page.fill("#tool-args", arguments)
+    for name, value in fields.items():
+        control = page.locator(f"[data-field='{name}']")
+        if control.evaluate("element => element.tagName") == "SELECT":
+            control.select_option(label=value)
+        else:
+            control.fill(value)
     page.click("#call-tool")
     # Polled with evaluate: the page's CSP refuses the eval behind wait_for_function.
     while page.evaluate("document.querySelector('#tool-result').textContent.startsWith('…')"):
@@ -26,17 +32,21 @@ def call_from_form(page, tool: str, arguments: str) -> None:
 
 with sync_playwright() as playwright:
     browser = playwright.chromium.launch(executable_path=CHROMIUM, args=ARGS)
-    alice = browser.new_page(viewport={"width": 1200, "height": 900})
-    bob = browser.new_page(viewport={"width": 1200, "height": 900})
+    alice = browser.new_page(viewport={"width": 1200, "height": 1800})
+    bob = browser.new_page(viewport={"width": 1200, "height": 1800})
     for page, query in ((bob, "agent_id=bob&agent_type=monitor"), (alice, "agent_id=alice&agent_type=executor")):
         page.goto(f"{BASE}/?{query}")
         page.wait_for_selector("html[data-a2a='ready']", state="attached", timeout=60_000)
     call_from_form(
         alice,
         "a2a_send_message",
-        '{"target_agent_id": "bob", "message_type": "task_request", '
-        '"payload": {"task": "scan sector 7"}, "correlation_id": "job-1"}',
+        {
+            "target_agent_id": "bob",
+            "message_type": "task_request",
+            "payload": '{"task": "scan sector 7"}',
+            "correlation_id": "job-1",
+        },
     )
-    call_from_form(bob, "a2a_inbox", '{"wait_seconds": 2}')
+    call_from_form(bob, "a2a_inbox", {"wait_seconds": "2"})
     bob.screenshot(path=str(Path(__file__).with_name("screenshot.png")), full_page=True)
     browser.close()

@@ -8,6 +8,7 @@
 
 import { pageConfig, progress } from "./boot.js";
 import { drops } from "./channel.js";
+import { ToolConsole } from "./console.js";
 import { startPageAgent } from "./placement.js";
 import { PHASES } from "./runtime.js";
 
@@ -158,35 +159,23 @@ function showTools(tools) {
       return item;
     }),
   );
-  $("tool-name").replaceChildren(...tools.map(({ name }) => new Option(name, name)));
-  const describe = () => {
-    const tool = tools.find(({ name }) => name === $("tool-name").value);
-    $("tool-description").textContent = tool?.description ?? "";
-    $("tool-args").value = JSON.stringify(EXAMPLES[tool?.name] ?? {}, null, 2);
-  };
-  $("tool-name").onchange = describe;
-  describe();
+  toolConsole.showTools(tools);
 }
 
-$("tool-form").addEventListener("submit", async (event) => {
-  event.preventDefault();
-  let args;
-  try {
-    args = JSON.parse($("tool-args").value || "{}");
-  } catch (error) {
-    $("tool-result").textContent = `The arguments are not JSON: ${error.message}`;
-    return;
-  }
-  $("tool-result").textContent = "…";
-  try {
-    const result = await navigator.modelContext.callTool($("tool-name").value, args);
-    $("tool-result").textContent = JSON.stringify(result, null, 2);
-    $("tool-result").classList.toggle("is-error", Boolean(result?.isError));
-  } catch (error) {
-    $("tool-result").textContent = String(error);
-    $("tool-result").classList.add("is-error");
-  }
-});
+const toolConsole = new ToolConsole(
+  {
+    name: $("tool-name"),
+    description: $("tool-description"),
+    fields: $("tool-fields"),
+    json: $("tool-args"),
+    modes: $("tool-modes"),
+    form: $("tool-form"),
+    result: $("tool-result"),
+    text: $("tool-text"),
+    history: $("tool-history"),
+  },
+  EXAMPLES,
+);
 
 async function start() {
   const booted = await startPageAgent(config);
@@ -201,7 +190,7 @@ async function start() {
   return booted;
 }
 
-window.a2a = { config, drops, progress: [] };
+window.a2a = { config, drops, progress: [], console: toolConsole };
 const ready = start();
 window.a2a.ready = ready.then(() => true);
 ready.catch((error) => {
