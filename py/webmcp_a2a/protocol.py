@@ -82,6 +82,10 @@ TaskStateName = Literal[
 ]
 """An A2A task's state, as the mesh names it (``TASK_STATE_INPUT_REQUIRED`` is ``input-required``)."""
 AgentStatus = Literal["online", "busy", "offline"]
+Placement = Literal["main", "worker", "iframe"]
+"""The page's main thread, a dedicated Web Worker, or a same-origin iframe."""
+Where = Placement | Literal["backend"]
+"""Where an agent lives: a page (Placement), or a process of its own."""
 
 PRIORITY_LOW, PRIORITY_NORMAL, PRIORITY_HIGH, PRIORITY_CRITICAL = 1, 5, 8, 10
 Priority = Annotated[int, Field(ge=1, le=10, description="1 low, 5 normal, 8 high, 10 critical")]
@@ -227,6 +231,8 @@ ErrorCode = Literal[
     "too_many_agents",  # new agent ids from one address, or known agents in total
     "too_many_subscriptions",  # of one agent, or topics in total
     "signature_required",
+    "watch_token_required",  # watching the mesh (/watch) when the router has tokens
+    "bad_watch_token",
     "bad_signature",
     # remote A2A agents (a target given by URL or registered in /registry)
     "remote_unreachable",  # its card or its endpoint could not be reached
@@ -352,6 +358,7 @@ class Hello(_Model):
     )
     join_token: Secret | None = Field(None, repr=False, description="The router's join token, when it requires one")
     require_signatures: bool = Field(False, description="Refuse messages to this agent that its sender did not sign")
+    where: Where = Field("backend", description="Where the agent lives (shown to those who watch the mesh)")
 
 
 class SendRequest(_Model):
@@ -575,10 +582,63 @@ class AgentInfo(_Model):
     last_seen: float = Field(description="Seconds since the epoch of the agent's last frame (remote: last check)")
     remote: bool = Field(False, description="A remote A2A agent from the router's registry, not in the mesh")
     url: str | None = Field(None, description="A remote agent's card URL")
+    where: Where | None = Field(None, description="Where an agent of the mesh lives (what its hello said)")
 
 
 class DiscoverResult(_Model):
     agents: list[AgentInfo]
+
+
+# --- watching the mesh (the /watch WebSocket): who is there, and what goes where -----------
+
+
+class WatchRequest(_Model):
+    """The first frame on ``/watch``: ask to see the mesh's agents, topics and messages' routes
+    (never a payload). Answered by ``mesh``, then ``agent``, ``topic`` and ``message`` frames."""
+
+    type: Literal["watch"] = "watch"
+    token: Secret | None = Field(None, repr=False, description="The router's watch token, when it has one")
+
+
+class MeshSeen(_Model):
+    """The mesh as it stands: its agents (online, and those seen before) and each topic's subscribers."""
+
+    type: Literal["mesh"] = "mesh"
+    agents: list[AgentInfo]
+    topics: dict[str, list[AgentId]]
+
+
+class AgentSeen(_Model):
+    """An agent came, went, or changed status."""
+
+    type: Literal["agent"] = "agent"
+    agent: AgentInfo
+
+
+class TopicSeen(_Model):
+    """A topic's subscribers changed."""
+
+    type: Literal["topic"] = "topic"
+    topic: str
+    subscribers: list[AgentId]
+
+
+class MessageSeen(_Model):
+    """A message on its way: who sent it, to whom it goes (a topic's, a broadcast's recipients)."""
+
+    type: Literal["message"] = "message"
+    message_id: MessageId
+    from_agent: AgentId | None
+    to_agent: str = Field(description="An agent id, 'broadcast', or 'topic:NAME'")
+    recipients: list[AgentId]
+    message_type: EnvelopeKind
+    correlation_id: str | None
+    priority: Priority
+    at: float = Field(description="Seconds since the epoch when the router sent it on")
+
+
+WatchedFrame = Annotated[MeshSeen | AgentSeen | TopicSeen | MessageSeen | ErrorFrame, Field(discriminator="type")]
+WATCHED_FRAME: TypeAdapter[WatchedFrame] = TypeAdapter(WatchedFrame, config=_DEFERRED)
 
 
 class TaskPart(_Model):
@@ -816,8 +876,6 @@ class TaskOutcome(_Model):
 
 # --- where an agent lives and how it reaches the router -----------------------
 
-Placement = Literal["main", "worker", "iframe"]
-"""The page's main thread, a dedicated Web Worker, or a same-origin iframe."""
 TransportName = Literal["websocket", "postmessage"]
 
 

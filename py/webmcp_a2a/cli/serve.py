@@ -78,6 +78,13 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     )
     security.add_argument("--tokens-file", type=Path, help="file of join tokens, one a line (# starts a comment)")
     security.add_argument(
+        "--watch-token",
+        action="append",
+        default=[],
+        help="token that watching the mesh (/watch: the mesh view, tail --mesh) takes; repeatable "
+        "(default: whoever may join may watch)",
+    )
+    security.add_argument(
         "--agents-file",
         type=Path,
         help='JSON {"agent id": "credential", ...}: agent ids the operator owns already (credentials of '
@@ -143,6 +150,7 @@ def settings_of(args: argparse.Namespace) -> RouterSettings:
         store_path=args.store,
         allowed_origins=args.allow_origin,
         join_tokens=tokens,
+        watch_tokens=args.watch_token,
         provisioned_agents=agents,
         signing=args.signing,
         signing_keys=json.loads(args.signing_keys.read_text()) if args.signing_keys else {},

@@ -30,7 +30,7 @@ from .http_security import OriginGate, SecurityHeaders, content_security_policy
 from .limits import RateLimit
 from .remotes.api import registry_routes
 from .remotes.service import Remotes
-from .routing import Router
+from .routing import CLOSE_POLICY, Router
 from .settings import RouterSettings
 
 PACKAGE_DIR = Path(__file__).resolve().parent.parent
@@ -114,6 +114,35 @@ def create_app(
             router.connection_closed(conn)
             writer.cancel()
 
+    async def watch_socket(websocket: WebSocket) -> None:
+        # Watching the mesh: one watch frame in, then the router's frames out until either side leaves.
+        await websocket.accept()
+        settings = router.settings
+        conn = Connection(
+            websocket.send_text,
+            _closer(websocket),
+            settings.queue_limit,
+            settings.reply_limit,
+            remote=websocket.client.host if websocket.client else "unknown",
+        )
+        writer = asyncio.create_task(_write_until_gone(conn))
+        try:
+            if not router.connection_opened(conn):
+                await writer  # writes the refusal, then closes
+                return
+            first = await websocket.receive()
+            if first.get("text") is None or not router.watch(conn, first["text"]):
+                conn.close(CLOSE_POLICY, "not allowed to watch")
+                await writer
+                return
+            while (await websocket.receive())["type"] != "websocket.disconnect":
+                pass  # a watcher has nothing more to say
+        except WebSocketDisconnect:
+            pass
+        finally:
+            router.connection_closed(conn)
+            writer.cancel()
+
     async def python_package(request: Request) -> Response:
         # Revalidated on every load (an edit under py/ shows on reload), downloaded only when changed.
         data, etag = page_package_zip()
@@ -161,6 +190,7 @@ def create_app(
             Route("/healthz", health),
             Route("/py/webmcp_a2a.zip", python_package),
             WebSocketRoute("/a2a", a2a_socket),
+            WebSocketRoute("/watch", watch_socket),
             *a2a.routes(),
             *registry_routes(remotes, settings.join_tokens, local_ids),
             Mount("/web", NoCacheStaticFiles(directory=web_dir), name="web"),

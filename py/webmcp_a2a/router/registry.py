@@ -91,6 +91,7 @@ class AgentRecord:
             region=self.region,
             status=self.status,
             last_seen=self.last_seen,
+            where=self.hello.where,
         )
 
 

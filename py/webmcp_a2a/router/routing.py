@@ -48,6 +48,7 @@ from ..protocol import (
     HeartbeatResult,
     Hello,
     LockRequest,
+    MeshSeen,
     Result,
     SendRequest,
     SendResult,
@@ -56,6 +57,7 @@ from ..protocol import (
     TasksRequest,
     UnsubscribeRequest,
     UnsubscribeResult,
+    WatchRequest,
     Welcome,
     json_too_deep,
     validation_error_info,
@@ -71,6 +73,7 @@ from .settings import RouterSettings
 from .signing import Signer
 from .store import Store
 from .subscriptions import SubscriptionTable
+from .watchers import Watchers
 
 log = logging.getLogger("webmcp_a2a.router")
 _serials = itertools.count()
@@ -130,6 +133,7 @@ class Router:
         self._deadlines: deque[tuple[float, str, int]] = deque()
         self._deadline_timer: asyncio.TimerHandle | None = None
         self.relays = RelayTable(self)  # agents hosted by another connection (relay.py)
+        self.watchers = Watchers(settings)
         self._handlers: dict[type[BaseModel], Callable[[Peer, str, Any], None]] = {
             SendRequest: self._send,
             BroadcastRequest: self._broadcast,
@@ -201,6 +205,22 @@ class Router:
         except RequestError as exc:
             self._error(conn, getattr(frame, "id", None), exc.info)
 
+    def watch(self, conn: Peer, text: str) -> bool:
+        """A ``/watch`` connection's first frame: True when it now watches (the mesh as it stands is
+        queued to it), False when refused (an error frame says why)."""
+        try:
+            request = WatchRequest.model_validate_json(text)
+        except ValidationError as exc:
+            self._error(conn, None, _frame_error(exc))
+            return False
+        refusal = self.watchers.refusal(request)
+        if refusal is not None:
+            self._error(conn, None, refusal)
+            return False
+        agents = [record.info() for record in self.registry.find(include_offline=True)]
+        self.watchers.add(conn, MeshSeen(agents=agents, topics=self.subscriptions.all_subscribers()))
+        return True
+
     def reject_binary(self, conn: Peer) -> None:
         self._error(conn, None, ErrorInfo(code="binary_not_supported", message="frames are JSON text"))
 
@@ -211,6 +231,7 @@ class Router:
             if not self.connections_by_address[conn.remote]:
                 del self.connections_by_address[conn.remote]
         self.relays.host_closed(conn)  # the agents it hosted go with it
+        self.watchers.remove(conn)
         agent_id = conn.agent_id
         if agent_id is None:
             return
@@ -225,6 +246,7 @@ class Router:
             if agent_id in pending.waiting:
                 self._settle(pending, agent_id, accepted=False, reason="recipient disconnected")
         self._publish_event("peer_offline", record)
+        self.watchers.agent(record.info())
 
     # --- registration and presence -----------------------------------------
 
@@ -269,10 +291,14 @@ class Router:
         for envelope in self.store.waiting_for(hello.agent_id):
             self._deliver(None, envelope.from_agent, 0, envelope, record, from_store=True)
         self._publish_event("peer_discovered", record)
+        self.watchers.agent(record.info())
 
     def _heartbeat(self, conn: Peer, agent_id: str, request: HeartbeatRequest) -> None:
         record = self._registered(agent_id)
-        record.busy = request.status == "busy"
+        busy = request.status == "busy"
+        if record.busy != busy:
+            record.busy = busy
+            self.watchers.agent(record.info())
         self._reply(conn, request.id, HeartbeatResult(status=record.status, server_time=time.time()))
 
     def _discover(self, conn: Peer, agent_id: str, request: DiscoverRequest) -> None:
@@ -471,14 +497,17 @@ class Router:
         subscription = self.subscriptions.add(agent_id, request.topic, request.filter)
         self.store.add_subscription(subscription.subscription_id, agent_id, request.topic, request.filter)
         self._reply(conn, request.id, SubscribeResult(subscription_id=subscription.subscription_id))
+        self.watchers.topic(request.topic, self.subscriptions.subscribers(request.topic))
 
     def _unsubscribe(self, conn: Peer, agent_id: str, request: UnsubscribeRequest) -> None:
-        if not self.subscriptions.remove(agent_id, request.subscription_id):
+        topic = self.subscriptions.topic_of(request.subscription_id)
+        if topic is None or not self.subscriptions.remove(agent_id, request.subscription_id):
             raise RequestError(
                 "unknown_subscription", f"no subscription {request.subscription_id!r}", "subscription_id"
             )
         self.store.remove_subscription(request.subscription_id)
         self._reply(conn, request.id, UnsubscribeResult(subscription_id=request.subscription_id))
+        self.watchers.topic(topic, self.subscriptions.subscribers(topic))
 
     def _ack(self, conn: Peer, agent_id: str, ack: Ack) -> None:
         pending = self._pending.get(ack.message_id)
@@ -493,6 +522,7 @@ class Router:
     def _start(self, pending: PendingDelivery, frames: dict[str, str]) -> None:
         self._pending[pending.envelope.message_id] = pending
         envelope = pending.envelope
+        self.watchers.message(envelope, list(frames))
         for agent_id, frame in frames.items():
             target = self.registry.online(agent_id)
             link = target.connection if target is not None else None

@@ -64,6 +64,11 @@ class RouterSettings(BaseModel):
     join_tokens: list[str] = Field(
         default_factory=list, repr=False, description="When any: every hello must carry one of them"
     )
+    watch_tokens: list[str] = Field(
+        default_factory=list,
+        repr=False,
+        description="When any: watching the mesh (/watch) takes one of them; else whoever may join may watch",
+    )
     provisioned_agents: dict[str, str] = Field(
         default_factory=dict, repr=False, description="Agent ids the operator owns already, with their credentials"
     )

@@ -65,6 +65,17 @@ class SubscriptionTable:
         """How many topics have subscribers."""
         return len(self._by_topic)
 
+    def topic_of(self, subscription_id: str) -> str | None:
+        subscription = self._by_id.get(subscription_id)
+        return subscription.topic if subscription is not None else None
+
+    def subscribers(self, topic: str) -> list[str]:
+        """The agents subscribed to ``topic`` (each once)."""
+        return sorted({subscription.agent_id for subscription in self._by_topic.get(topic, {}).values()})
+
+    def all_subscribers(self) -> dict[str, list[str]]:
+        return {topic: self.subscribers(topic) for topic in sorted(self._by_topic)}
+
     def matching(self, topic: str, subject_type: str | None, region: Region | None) -> Iterator[Subscription]:
         for subscription in list(self._by_topic.get(topic, {}).values()):
             if subscription.matches(subject_type, region):
