@@ -192,3 +192,34 @@ async def _online(agent: Agent, agent_id: str) -> None:
             return
         await asyncio.sleep(0.1)
     raise TimeoutError(f"{agent_id} never came online")
+
+
+async def test_tail_mesh_shows_the_mesh_and_each_messages_route(router_url, bob):
+    watching = asyncio.create_task(webmcp_a2a(router_url, "--json", "tail", "--mesh", "--count", "2"))
+    await asyncio.sleep(1.5)  # the watch is open before the message goes
+    sender = await connect(router_url, Hello(agent_id=f"sender-{free_port()}", agent_type="executor"), reconnect=False)
+    try:
+        sent = await sender.send_message(_args(bob.agent_id, {"private": "not for watchers"}))
+    finally:
+        sender.close()
+    run = await watching
+    assert run.code == 0, run
+    mesh, *events = [json.loads(line) for line in run.out.splitlines()]
+    assert mesh["type"] == "mesh"
+    assert bob.agent_id in {info["agent_id"] for info in mesh["agents"]}
+    came, message = events
+    assert (came["type"], came["agent"]["agent_id"], came["agent"]["status"]) == ("agent", sender.agent_id, "online")
+    assert (message["type"], message["message_id"], message["recipients"]) == (
+        "message",
+        sent.message_id,
+        [bob.agent_id],
+    )
+    assert "not for watchers" not in run.out
+
+
+async def test_tail_mesh_without_the_watch_token_exits_1():
+    port = free_port()
+    with serving("--watch-token", "only-ops-watch", port=port):
+        run = await webmcp_a2a(f"ws://127.0.0.1:{port}/a2a", "tail", "--mesh", "--seconds", "2")
+    assert run.code == 1, run
+    assert "watch_token_required" in run.err

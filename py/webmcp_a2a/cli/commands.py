@@ -33,16 +33,23 @@ from ..client.cpython import WebSocketsTransport, connect
 from ..protocol import (
     INBOX_MAX_TAKE,
     INBOX_MAX_WAIT_SECONDS,
+    WATCHED_FRAME,
     AgentInfo,
+    AgentSeen,
     BroadcastArgs,
     DiscoverArgs,
+    ErrorFrame,
     ErrorInfo,
     FanoutResult,
     Hello,
     InboxArgs,
+    MeshSeen,
+    MessageSeen,
     ReceivedMessage,
     SendMessageArgs,
     SendResult,
+    TopicSeen,
+    WatchRequest,
     validation_error_info,
 )
 from . import remote
@@ -324,9 +331,23 @@ def _fanout(what: str, result: FanoutResult) -> str:
 @click.option("--topic", "topics", multiple=True, help="Also follow this topic (repeatable)")
 @click.option("--count", type=click.IntRange(min=1), help="Stop after this many messages")
 @click.option("--seconds", type=click.FloatRange(min=0), help="Stop after this many seconds")
+@click.option("--mesh", is_flag=True, help="Watch the whole mesh instead: agents and every message's route")
+@click.option("--watch-token", help="The router's watch token (default: --token), when it has one")
 @click.pass_obj
-def tail(options: MeshOptions, topics: tuple[str, ...], count: int | None, seconds: float | None) -> NoReturn:
-    """Print the messages this agent receives (with --as: that agent's, kept mail first), and topics' events."""
+def tail(
+    options: MeshOptions,
+    topics: tuple[str, ...],
+    count: int | None,
+    seconds: float | None,
+    mesh: bool,
+    watch_token: str | None,
+) -> NoReturn:
+    """Print the messages this agent receives (with --as: that agent's, kept mail first), and topics' events;
+    with --mesh, what the whole mesh does (who comes and goes, every message's route, no payloads)."""
+    if mesh:
+        with contextlib.suppress(KeyboardInterrupt):
+            sys.exit(asyncio.run(_watch(options, watch_token or options.token, count, seconds)))
+        sys.exit(OK)
 
     async def run(agent: Agent) -> int:
         for topic in topics:
@@ -353,6 +374,49 @@ def tail(options: MeshOptions, topics: tuple[str, ...], count: int | None, secon
     with contextlib.suppress(KeyboardInterrupt):
         in_mesh(options, run)
     sys.exit(OK)
+
+
+async def _watch(options: MeshOptions, token: str | None, count: int | None, seconds: float | None) -> int:
+    url = options.router.removesuffix("/a2a") + "/watch"
+    try:
+        socket = await asyncio.wait_for(websockets.connect(url, ssl=options.ssl_context()), options.timeout)
+    except (OSError, TimeoutError, websockets.WebSocketException) as exc:
+        fail(UNREACHABLE, f"cannot reach the router at {url}: {exc or type(exc).__name__}")
+    async with socket:
+        await socket.send(WatchRequest(token=token).model_dump_json())
+        deadline = None if seconds is None else time.monotonic() + seconds
+        seen = 0
+        while count is None or seen < count:
+            left = None if deadline is None else deadline - time.monotonic()
+            if left is not None and left <= 0:
+                break
+            try:
+                text = await asyncio.wait_for(socket.recv(), left)
+            except TimeoutError:
+                break
+            except websockets.ConnectionClosed:
+                fail(REFUSED, "the router closed the watch")
+            frame = WATCHED_FRAME.validate_json(text)
+            if isinstance(frame, ErrorFrame):
+                fail(REFUSED, f"the router refused to be watched: {refused(frame.error)}")
+            click.echo(frame.model_dump_json() if options.as_json else _seen(frame))
+            seen += not isinstance(frame, MeshSeen)
+    return OK
+
+
+def _seen(frame: MeshSeen | AgentSeen | TopicSeen | MessageSeen) -> str:
+    if isinstance(frame, MeshSeen):
+        online = [info.agent_id for info in frame.agents if info.status != "offline"]
+        return f"mesh: {len(online)} online ({', '.join(online) or 'none'}), {len(frame.topics)} topics"
+    if isinstance(frame, AgentSeen):
+        info = frame.agent
+        return f"agent {info.agent_id} ({info.agent_type}, {info.where or 'remote'}) is {info.status}"
+    if isinstance(frame, TopicSeen):
+        return f"topic {frame.topic}: {', '.join(frame.subscribers) or 'no subscribers'}"
+    at = time.strftime("%H:%M:%S", time.localtime(frame.at))
+    correlation = f" [{frame.correlation_id}]" if frame.correlation_id else ""
+    recipients = ", ".join(frame.recipients)
+    return f"{at} {frame.from_agent} -> {frame.to_agent}: {frame.message_type}{correlation} to {recipients}"
 
 
 def _line(message: ReceivedMessage) -> str:
