@@ -12,6 +12,8 @@ PYODIDE_VERSION = "314.0.7"
 
 WEBMCP_POLYFILL_VERSION = "5.1.0"
 
+CYTOSCAPE_VERSION = "3.34.4"
+
 # npm package spec -> {path inside the tarball: path under static/}
 NPM_PACKAGES: dict[str, dict[str, str]] = {
     f"pyodide@{PYODIDE_VERSION}": {
@@ -26,6 +28,11 @@ NPM_PACKAGES: dict[str, dict[str, str]] = {
     f"@mcp-b/webmcp-polyfill@{WEBMCP_POLYFILL_VERSION}": {
         "package/dist/index.iife.js": "vendor/webmcp-polyfill/index.iife.js",
         "package/LICENSE": "vendor/webmcp-polyfill/LICENSE",
+    },
+    # The mesh view's graph (web/watch.html): an ES module, no dependencies.
+    f"cytoscape@{CYTOSCAPE_VERSION}": {
+        "package/dist/cytoscape.esm.min.mjs": "vendor/cytoscape/cytoscape.esm.min.mjs",
+        "package/LICENSE": "vendor/cytoscape/LICENSE",
     },
 }
 
