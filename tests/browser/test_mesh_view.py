@@ -52,6 +52,7 @@ def test_a_message_is_drawn_and_listed_with_its_correlation_id(mesh, view, alice
     message_id = result["structuredContent"]["message_id"]
     wait_until(view, "(id) => window.watch.timeline.some((m) => m.message_id === id)", message_id)
     assert view.evaluate("window.watch.counts.drawn") > drawn_before
+    wait_until(view, "window.watch.flights.length === 0")  # drawn all the way, and gone
     row = view.locator(f"#timeline tr[data-message-id='{message_id}']")
     assert row.locator("td").all_text_contents()[1:] == [alice.agent_id, bob.agent_id, "notification", correlation]
     row.click()

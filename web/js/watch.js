@@ -129,7 +129,7 @@ function drawFlights(now) {
   context.fillStyle = "#2563eb";
   for (let i = flights.length - 1; i >= 0; i--) {
     const { path, start } = flights[i];
-    const progress = (now - start) / FLIGHT_MS;
+    const progress = Math.max(0, (now - start) / FLIGHT_MS); // a frame's time can precede the message's
     const points = path.map((id) => cy.getElementById(id)).filter((node) => node.nonempty());
     if (progress >= 1 || points.length < 2) {
       flights.splice(i, 1);
@@ -221,5 +221,5 @@ function watch() {
   });
 }
 
-window.watch = { cy, counts, timeline };
+window.watch = { cy, counts, timeline, flights };
 watch();

@@ -88,7 +88,8 @@ def content_security_policy(router_origins: Iterable[str] = ()) -> str:
         for origin in router_origins
         if urlsplit(origin).hostname not in LOOPBACK_NAMES  # covered by the loopback sources
     )
-    loopback = " ".join(f"ws://{host}:*" for host in LOOPBACK_HOSTS)
+    # CSP's host sources have no IPv6 literals (Chromium reports ws://[::1]:* invalid and ignores it).
+    loopback = " ".join(f"ws://{host}:*" for host in LOOPBACK_HOSTS if not host.startswith("["))
     return "; ".join(
         [
             "default-src 'self'",
