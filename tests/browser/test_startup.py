@@ -129,6 +129,18 @@ def test_a_failed_start_up_names_the_phase_and_the_reason(mesh):
         page.close()
 
 
+def test_a_missing_asset_fails_the_start_up_naming_it(mesh):
+    page = mesh.context.new_page()
+    page.route("**/static/pyodide/pyodide.mjs", lambda route: route.fulfill(status=404, body="gone"))
+    try:
+        page.goto(f"{mesh.base_url}/?agent_id=no-runtime-{mesh.mode}&mode=main")
+        wait_until(page, "document.getElementById('startup')?.dataset.phase === 'failed'", timeout=READY_TIMEOUT_MS)
+        assert page.get_attribute("#startup", "data-failed-phase") in ("download", "python")
+        assert "pyodide.mjs" in page.text_content("#boot-phase")
+    finally:
+        page.close()
+
+
 def test_a_refused_agent_shows_why_in_the_start_up_view(mesh, alice):
     # Another tab's agent id, without its credential (a fresh context keeps no localStorage).
     context = mesh.context.browser.new_context()

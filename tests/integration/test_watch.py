@@ -8,10 +8,11 @@ import json
 from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
+import httpx
 import pytest
 import websockets
 
-from tests.conftest import free_port, serving
+from tests.conftest import free_port, sdk_agent, serving
 from webmcp_a2a.client.agent import Agent
 from webmcp_a2a.client.cpython import connect
 from webmcp_a2a.protocol import BroadcastArgs, Hello, SendMessageArgs
@@ -66,6 +67,22 @@ async def test_a_watcher_first_sees_the_mesh_as_it_stands(base):
     finally:
         present.close()
         await watcher.socket.close()
+
+
+async def test_the_mesh_a_watcher_sees_includes_the_registered_remote_agents(base):
+    http_base = base.replace("ws://", "http://")
+    with sdk_agent() as remote:
+        async with httpx.AsyncClient(timeout=15) as http:
+            registered = await http.post(f"{http_base}/registry", json={"card_url": remote, "id": "far-echo"})
+        assert registered.status_code in (200, 201), registered.text
+        watcher = await watching(base)
+        try:
+            mesh = await watcher.next("mesh")
+        finally:
+            await watcher.socket.close()
+    (far,) = [info for info in mesh["agents"] if info["agent_id"] == "far-echo"]
+    assert far["remote"] is True
+    assert far["url"].startswith(remote)
 
 
 async def test_a_watcher_sees_agents_come_and_go(base, watcher):

@@ -117,6 +117,7 @@ const PHASE_TEXT = {
 };
 
 window.addEventListener("a2a:progress", ({ detail }) => {
+  if ($("startup").dataset.phase === "failed") return; // what is still under way says nothing more
   const at = Math.round(performance.now());
   window.a2a.progress.push({ ...detail, at });
   const within = detail.total ? detail.loaded / detail.total : 0;

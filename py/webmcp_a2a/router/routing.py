@@ -218,6 +218,8 @@ class Router:
             self._error(conn, None, refusal)
             return False
         agents = [record.info() for record in self.registry.find(include_offline=True)]
+        if self.remotes is not None:  # the remote A2A agents the router's registry knows
+            agents += self.remotes.discover(None, None, True)
         self.watchers.add(conn, MeshSeen(agents=agents, topics=self.subscriptions.all_subscribers()))
         return True
 
