@@ -364,9 +364,10 @@ class Server:
 
 def project_server() -> Server:
     """The product as shipped: ``serve.py`` (router + page + assets on one uvicorn)."""
-    # The load generator opens up to thousands of agents from one loopback address.
+    # The load generator opens up to 10,000 agents from one loopback address.
     argv = [PYTHON, str(ROOT / "serve.py"), "--port", "{port}", "--log-level", "warning"]
-    return Server("router", [*argv, "--max-connections-per-address", "100000"])
+    limits = ["--max-connections-per-address", "100000", "--max-new-agents-per-address", "100000"]
+    return Server("router", [*argv, *limits])
 
 
 def baseline_server() -> Server:

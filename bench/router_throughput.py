@@ -99,13 +99,16 @@ async def interleaved(
             await target.close()
 
 
+CROWD = 10_000  # the scaling row's largest mesh (full mode)
+
+
 def util(phase: Phase) -> str:
     return f"server CPU {phase.server_cpu_util:.0%}, load generator CPU {phase.client_cpu_util:.0%}"
 
 
 async def run(quick: bool = False, notes: list | None = None) -> list[Row]:
     notes = notes if notes is not None else []
-    raise_fd_limit(8192)
+    raise_fd_limit(20_000)
     ns = (10, 100, 1000) if quick else (10, 30, 100, 300, 1000)
     blocks = 2 if quick else 5
     timing = {"warmup": 0.2, "window": 0.4} if quick else {"warmup": 0.3, "window": 0.8}
@@ -123,6 +126,10 @@ async def run(quick: bool = False, notes: list | None = None) -> list[Row]:
             kinds = ("direct", "broadcast", "single") if n == ns[0] else ("direct", "broadcast")
             await interleaved(group, n, kinds, blocks, timing, fanout_reps if n == 1000 else 0)
             results.update({(target.name, n): target for target in group})
+        if not quick:  # 10,000 agents: the router alone (the scaling row compares it with itself at N=10)
+            crowd = Target("ours", router_dialect, router.pid)
+            await interleaved([crowd], CROWD, ("direct",), blocks, {"warmup": 1.0, "window": 2.0})
+            results["ours", CROWD] = crowd
 
     rows: list[Row] = []
     for n in ns:
@@ -265,6 +272,24 @@ async def run(quick: bool = False, notes: list | None = None) -> list[Row]:
                 f"ours at N={ns[0]}",
                 target=("<=", 1.5) if kind == "direct" else None,
             )
+        )
+    if ("ours", CROWD) in results:
+        crowd = results["ours", CROWD]["direct"]
+        rows.append(
+            Row(
+                "5 scaling",
+                f"CPU per direct message, N={CROWD} vs N={ns[0]}",
+                "us",
+                crowd.server_us_per_message,
+                results["ours", ns[0]]["direct"].server_us_per_message,
+                f"ours at N={ns[0]}",
+                target=("<=", 1.5),
+                extra={"ours": util(crowd)},
+            )
+        )
+        notes.append(
+            f"router N={CROWD}: direct {crowd.messages_per_s.median:.0f} msgs/s, {util(crowd)}, "
+            f"{crowd.server_us_per_message.median:.0f} us of server CPU per message"
         )
     curve = ", ".join(f"N={n} {results['ours', n]['direct'].server_us_per_message.median:.0f}" for n in ns)
     base_curve = ", ".join(f"N={n} {results[BASE, n]['direct'].server_us_per_message.median:.0f}" for n in ns)
