@@ -274,22 +274,22 @@ async def run(quick: bool = False, notes: list | None = None) -> list[Row]:
             )
         )
     if ("ours", CROWD) in results:
-        crowd = results["ours", CROWD]["direct"]
+        at_crowd = results["ours", CROWD]["direct"]
         rows.append(
             Row(
                 "5 scaling",
                 f"CPU per direct message, N={CROWD} vs N={ns[0]}",
                 "us",
-                crowd.server_us_per_message,
+                at_crowd.server_us_per_message,
                 results["ours", ns[0]]["direct"].server_us_per_message,
                 f"ours at N={ns[0]}",
                 target=("<=", 1.5),
-                extra={"ours": util(crowd)},
+                extra={"ours": util(at_crowd)},
             )
         )
         notes.append(
-            f"router N={CROWD}: direct {crowd.messages_per_s.median:.0f} msgs/s, {util(crowd)}, "
-            f"{crowd.server_us_per_message.median:.0f} us of server CPU per message"
+            f"router N={CROWD}: direct {at_crowd.messages_per_s.median:.0f} msgs/s, {util(at_crowd)}, "
+            f"{at_crowd.server_us_per_message.median:.0f} us of server CPU per message"
         )
     curve = ", ".join(f"N={n} {results['ours', n]['direct'].server_us_per_message.median:.0f}" for n in ns)
     base_curve = ", ".join(f"N={n} {results[BASE, n]['direct'].server_us_per_message.median:.0f}" for n in ns)
