@@ -524,7 +524,8 @@ class Router:
     def _start(self, pending: PendingDelivery, frames: dict[str, str]) -> None:
         self._pending[pending.envelope.message_id] = pending
         envelope = pending.envelope
-        self.watchers.message(envelope, list(frames))
+        if self.watchers:  # nothing to build while nobody watches
+            self.watchers.message(envelope, list(frames))
         for agent_id, frame in frames.items():
             target = self.registry.online(agent_id)
             link = target.connection if target is not None else None
