@@ -147,6 +147,15 @@ async def test_a_first_frame_that_is_not_a_watch_request_is_answered_and_closed(
     assert socket.close_code == 1008
 
 
+async def test_a_watcher_that_says_more_than_its_watch_frame_is_closed(base):
+    watcher = await watching(base)
+    await watcher.next("mesh")
+    await watcher.socket.send(json.dumps({"type": "watch"}))
+    with pytest.raises(websockets.ConnectionClosed):
+        await watcher.next("no such frame: read until the router closes")
+    assert watcher.socket.close_code == 1008
+
+
 @pytest.mark.parametrize(
     ("flags", "token", "code"),
     [

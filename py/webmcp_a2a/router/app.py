@@ -135,8 +135,9 @@ def create_app(
                 conn.close(CLOSE_POLICY, "not allowed to watch")
                 await writer
                 return
-            while (await websocket.receive())["type"] != "websocket.disconnect":
-                pass  # a watcher has nothing more to say
+            if (await websocket.receive())["type"] != "websocket.disconnect":
+                conn.close(CLOSE_POLICY, "a watcher only listens")  # nothing more to say: no flood to read
+                await writer
         except WebSocketDisconnect:
             pass
         finally:
