@@ -48,7 +48,7 @@ $(VENV)/.installed: pyproject.toml
 
 # Pyodide, its wheels and the WebMCP polyfill, pinned and sha256-checked (static/assets.lock.json),
 # then the page's fast start-up built from them (static/boot/: a memory snapshot and bytecode).
-BOOT_INPUTS := static/assets.lock.json static/fetching/boot.mjs $(shell find py/webmcp_a2a -name '*.py')
+BOOT_INPUTS := static/assets.lock.json static/fetching/boot.mjs web/js/runtime.js $(shell find py/webmcp_a2a -name '*.py')
 assets: | node
 	$(PYTHON) static/fetch.py
 	@$(MAKE) --no-print-directory static/boot/manifest.json

@@ -103,7 +103,7 @@ _DEFERRED = ConfigDict(defer_build=True)
 class _Model(BaseModel):
     # Unknown fields are errors: a typo in a tool argument or a frame must be
     # reported, not silently ignored.
-    model_config = ConfigDict(extra="forbid", defer_build=True)
+    model_config = ConfigDict(extra="forbid", **_DEFERRED)
 
 
 class Region(_Model):

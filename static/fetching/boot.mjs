@@ -19,14 +19,13 @@ import { createHash } from "node:crypto";
 import { mkdirSync, readFileSync, renameSync, writeFileSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
+import { PACKAGE_DIR } from "../../web/js/runtime.js"; // where the page unpacks the package
 
 const STATIC = resolve(dirname(fileURLToPath(import.meta.url)), "..");
 const PROJECT = resolve(STATIC, "..");
 const PYODIDE_DIR = join(STATIC, "pyodide/");
 const WHEELS_LOCK = join(STATIC, "wheels/pyodide-lock.json");
 const OUT = join(STATIC, "boot");
-// Where web/js/runtime.js unpacks the project's package in the page.
-const PACKAGE_DIR = "/home/pyodide/app";
 
 // What the page imports on its way to ready: the agent (page or worker), the tools' schemas.
 const SURVEY = `

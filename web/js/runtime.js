@@ -43,11 +43,14 @@ export async function startPython(report = () => {}) {
   return { pyodide, boot: { ...boot, bytecode: pyc ? "used" : "not found" } };
 }
 
-export async function loadPythonRuntime(downloads = new Downloads(), report = () => {}) {
+async function loadPythonRuntime(downloads, report) {
   const snapshot = downloads.fetch(SNAPSHOT);
-  snapshot.catch(() => {}); // looked at below; not an unhandled rejection meanwhile
+  // Had or not (looked at below), Python starts once it is settled; never an unhandled rejection.
+  snapshot.then(
+    () => report("python"),
+    () => report("python"),
+  );
   const { loadPyodide } = await import(`${PYODIDE_URL}pyodide.mjs`);
-  snapshot.finally(() => report("python"));
   // location is the page's, or the worker script's: both are on the page's origin.
   const options = { indexURL: PYODIDE_URL, lockFileURL: new URL(WHEELS_LOCK, location.href).href };
   let pyodide;
@@ -89,7 +92,7 @@ class Downloads {
   #total = 0;
   #reported = 0;
 
-  constructor(report = () => {}) {
+  constructor(report) {
     this.#report = report;
   }
 

@@ -20,7 +20,7 @@ import ssl
 import sys
 import time
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NoReturn, TypeVar
 
@@ -344,10 +344,6 @@ def tail(
 ) -> NoReturn:
     """Print the messages this agent receives (with --as: that agent's, kept mail first), and topics' events;
     with --mesh, what the whole mesh does (who comes and goes, every message's route, no payloads)."""
-    if mesh:
-        with contextlib.suppress(KeyboardInterrupt):
-            sys.exit(asyncio.run(_watch(options, watch_token or options.token, count, seconds)))
-        sys.exit(OK)
 
     async def run(agent: Agent) -> int:
         for topic in topics:
@@ -355,25 +351,48 @@ def tail(
         if not options.as_json:
             following = ", ".join([agent.agent_id, *(f"topic {topic}" for topic in topics)])
             click.echo(f"following {following} (Ctrl-C stops)", err=True)
-        deadline = None if seconds is None else time.monotonic() + seconds
-        seen = 0
+        stop = Stop(count, seconds)  # counted once joined and following
         # Taken from the inbox, not caught on arrival: mail kept while the agent was away arrives
         # with the welcome, before any command could listen; and what is taken is printed, no more.
-        while count is None or seen < count:
-            left = INBOX_MAX_WAIT_SECONDS if deadline is None else deadline - time.monotonic()
-            wait = min(left, INBOX_MAX_WAIT_SECONDS)
-            if wait <= 0:
-                break
-            batch = INBOX_MAX_TAKE if count is None else min(count - seen, INBOX_MAX_TAKE)
-            taken = await agent.inbox(InboxArgs(wait_seconds=wait, max_messages=batch))
+        while not stop.reached():
+            wait = stop.seconds_left(INBOX_MAX_WAIT_SECONDS)
+            taken = await agent.inbox(InboxArgs(wait_seconds=wait, max_messages=stop.items_left(INBOX_MAX_TAKE)))
             for message in taken.messages:
                 click.echo(message.model_dump_json() if options.as_json else _line(message))
-            seen += len(taken.messages)
+            stop.seen += len(taken.messages)
         return OK
 
     with contextlib.suppress(KeyboardInterrupt):
+        if mesh:
+            sys.exit(asyncio.run(_watch(options, watch_token or options.token, count, seconds)))
         in_mesh(options, run)
     sys.exit(OK)
+
+
+@dataclass
+class Stop:
+    """When a following command (tail) stops: after ``count`` items or ``seconds``, whichever comes first."""
+
+    count: int | None
+    seconds: float | None
+    seen: int = 0
+    deadline: float | None = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.deadline = None if self.seconds is None else time.monotonic() + self.seconds
+
+    def seconds_left(self, at_most: float | None = None) -> float | None:
+        """How long to wait now (never below 0, at most ``at_most``); None: without limit."""
+        if self.deadline is None:
+            return at_most
+        left = max(self.deadline - time.monotonic(), 0.0)
+        return left if at_most is None else min(left, at_most)
+
+    def items_left(self, unbounded: int) -> int:
+        return unbounded if self.count is None else min(self.count - self.seen, unbounded)
+
+    def reached(self) -> bool:
+        return (self.count is not None and self.seen >= self.count) or self.seconds_left() == 0
 
 
 async def _watch(options: MeshOptions, token: str | None, count: int | None, seconds: float | None) -> int:
@@ -384,14 +403,10 @@ async def _watch(options: MeshOptions, token: str | None, count: int | None, sec
         fail(UNREACHABLE, f"cannot reach the router at {url}: {exc or type(exc).__name__}")
     async with socket:
         await socket.send(WatchRequest(token=token).model_dump_json())
-        deadline = None if seconds is None else time.monotonic() + seconds
-        seen = 0
-        while count is None or seen < count:
-            left = None if deadline is None else deadline - time.monotonic()
-            if left is not None and left <= 0:
-                break
+        stop = Stop(count, seconds)
+        while not stop.reached():
             try:
-                text = await asyncio.wait_for(socket.recv(), left)
+                text = await asyncio.wait_for(socket.recv(), stop.seconds_left())
             except TimeoutError:
                 break
             except websockets.ConnectionClosed:
@@ -400,7 +415,7 @@ async def _watch(options: MeshOptions, token: str | None, count: int | None, sec
             if isinstance(frame, ErrorFrame):
                 fail(REFUSED, f"the router refused to be watched: {refused(frame.error)}")
             click.echo(frame.model_dump_json() if options.as_json else _seen(frame))
-            seen += not isinstance(frame, MeshSeen)
+            stop.seen += not isinstance(frame, MeshSeen)
     return OK
 
 

@@ -79,27 +79,49 @@ def create_app(
     static_dir = static_dir or PROJECT_DIR / "static"
     page_agents_dir = Path(router.settings.page_agents_dir or PROJECT_DIR / "examples" / "page_agents")
 
-    async def a2a_socket(websocket: WebSocket) -> None:
+    @contextlib.asynccontextmanager
+    async def counted(
+        websocket: WebSocket, send_text: Callable[[str], Awaitable[None]] | None = None, **options: Any
+    ) -> AsyncIterator[tuple[Connection, asyncio.Task[None]] | None]:
+        """An accepted socket's Connection and its running writer, counted by the router until the block
+        ends; None when the router refuses it (over its address's limit: the refusal is written first)."""
         # The Origin was checked before this runs (OriginGate): only allowed pages, or no browser, get here.
         await websocket.accept()
         settings = router.settings
-        direct = direct_channel(websocket.scope)
         conn = Connection(
-            direct.send_text if direct is not None else websocket.send_text,
+            send_text or websocket.send_text,
             _closer(websocket),
             settings.queue_limit,
             settings.reply_limit,
             remote=websocket.client.host if websocket.client else "unknown",
-            rate=RateLimit(settings),
-            write_now=direct.write_now if direct is not None else None,
+            **options,
         )
         writer = asyncio.create_task(_write_until_gone(conn))
         if not router.connection_opened(conn):
             await writer  # writes the refusal, then closes
+            yield None
             return
-        if direct is not None:  # messages reach the router as they are parsed; this loop sees the end
-            direct.attach(functools.partial(router.receive, conn), functools.partial(router.reject_binary, conn))
         try:
+            yield conn, writer
+        except WebSocketDisconnect:
+            pass
+        finally:
+            router.connection_closed(conn)
+            writer.cancel()
+
+    async def a2a_socket(websocket: WebSocket) -> None:
+        direct = direct_channel(websocket.scope)
+        async with counted(
+            websocket,
+            direct.send_text if direct is not None else None,
+            rate=RateLimit(router.settings),
+            write_now=direct.write_now if direct is not None else None,
+        ) as opened:
+            if opened is None:
+                return
+            conn, _ = opened
+            if direct is not None:  # messages reach the router as they are parsed; this loop sees the end
+                direct.attach(functools.partial(router.receive, conn), functools.partial(router.reject_binary, conn))
             while True:
                 message = await websocket.receive()
                 if message["type"] == "websocket.disconnect":
@@ -108,41 +130,20 @@ def create_app(
                     router.receive(conn, message["text"])
                 else:
                     router.reject_binary(conn)
-        except WebSocketDisconnect:
-            pass
-        finally:
-            router.connection_closed(conn)
-            writer.cancel()
 
     async def watch_socket(websocket: WebSocket) -> None:
         # Watching the mesh: one watch frame in, then the router's frames out until either side leaves.
-        await websocket.accept()
-        settings = router.settings
-        conn = Connection(
-            websocket.send_text,
-            _closer(websocket),
-            settings.queue_limit,
-            settings.reply_limit,
-            remote=websocket.client.host if websocket.client else "unknown",
-        )
-        writer = asyncio.create_task(_write_until_gone(conn))
-        try:
-            if not router.connection_opened(conn):
-                await writer  # writes the refusal, then closes
+        async with counted(websocket) as opened:
+            if opened is None:
                 return
+            conn, writer = opened
             first = await websocket.receive()
             if first.get("text") is None or not router.watch(conn, first["text"]):
                 conn.close(CLOSE_POLICY, "not allowed to watch")
                 await writer
-                return
-            if (await websocket.receive())["type"] != "websocket.disconnect":
+            elif (await websocket.receive())["type"] != "websocket.disconnect":
                 conn.close(CLOSE_POLICY, "a watcher only listens")  # nothing more to say: no flood to read
                 await writer
-        except WebSocketDisconnect:
-            pass
-        finally:
-            router.connection_closed(conn)
-            writer.cancel()
 
     async def python_package(request: Request) -> Response:
         # Revalidated on every load (an edit under py/ shows on reload), downloaded only when changed.

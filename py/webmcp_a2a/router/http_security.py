@@ -15,7 +15,6 @@ Two small ASGI middlewares, in the manner of Starlette's own:
 
 from __future__ import annotations
 
-import hmac
 from collections.abc import Iterable
 from urllib.parse import urlsplit
 
@@ -23,6 +22,8 @@ from starlette.datastructures import Headers, MutableHeaders
 from starlette.requests import Request
 from starlette.responses import JSONResponse, PlainTextResponse, Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from .identity import one_of
 
 LOOPBACK_NAMES = ("127.0.0.1", "localhost", "::1")
 LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "[::1]")  # as they are written in a URL
@@ -73,7 +74,7 @@ def bearer_refusal(request: Request, tokens: Iterable[str]) -> Response | None:
     if not tokens:
         return None
     scheme, _, presented = request.headers.get("authorization", "").partition(" ")
-    if scheme.lower() == "bearer" and any(hmac.compare_digest(presented, token) for token in tokens):
+    if scheme.lower() == "bearer" and one_of(presented, tokens):
         return None
     return JSONResponse(
         {"error": "this router requires its join token: Authorization: Bearer TOKEN"},

@@ -21,6 +21,7 @@ import hashlib
 import hmac
 import secrets
 from collections import Counter
+from collections.abc import Iterable
 
 from ..protocol import Hello
 from .errors import RequestError
@@ -28,6 +29,11 @@ from .settings import RouterSettings
 from .store import Store
 
 MIN_PROVISIONED_LENGTH = 24
+
+
+def one_of(presented: str, tokens: Iterable[str]) -> bool:
+    """Whether ``presented`` is one of ``tokens``, compared in constant time."""
+    return any(hmac.compare_digest(presented, token) for token in tokens)
 
 
 def _digest(salt: bytes, secret: str) -> bytes:
@@ -53,7 +59,7 @@ class Gate:
         if self.settings.join_tokens:
             if hello.join_token is None:
                 raise RequestError("join_token_required", "this router requires a join token", "join_token")
-            if not any(hmac.compare_digest(hello.join_token, token) for token in self.settings.join_tokens):
+            if not one_of(hello.join_token, self.settings.join_tokens):
                 raise RequestError("bad_join_token", "the join token is not one this router accepts", "join_token")
         owned = self.store.credential(hello.agent_id)
         if owned is not None:

@@ -502,8 +502,8 @@ class Router:
         self.watchers.topic(request.topic, self.subscriptions.subscribers(request.topic))
 
     def _unsubscribe(self, conn: Peer, agent_id: str, request: UnsubscribeRequest) -> None:
-        topic = self.subscriptions.topic_of(request.subscription_id)
-        if topic is None or not self.subscriptions.remove(agent_id, request.subscription_id):
+        topic = self.subscriptions.remove(agent_id, request.subscription_id)
+        if topic is None:
             raise RequestError(
                 "unknown_subscription", f"no subscription {request.subscription_id!r}", "subscription_id"
             )
@@ -524,8 +524,7 @@ class Router:
     def _start(self, pending: PendingDelivery, frames: dict[str, str]) -> None:
         self._pending[pending.envelope.message_id] = pending
         envelope = pending.envelope
-        if self.watchers:  # nothing to build while nobody watches
-            self.watchers.message(envelope, list(frames))
+        self.watchers.message(envelope, frames)
         for agent_id, frame in frames.items():
             target = self.registry.online(agent_id)
             link = target.connection if target is not None else None

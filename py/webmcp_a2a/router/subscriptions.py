@@ -41,18 +41,18 @@ class SubscriptionTable:
         self._per_agent[agent_id] += 1
         return subscription
 
-    def remove(self, agent_id: str, subscription_id: str) -> bool:
-        """Remove one of ``agent_id``'s subscriptions; False when it has none by that id."""
+    def remove(self, agent_id: str, subscription_id: str) -> str | None:
+        """Remove one of ``agent_id``'s subscriptions and say its topic; None when it has none by that id."""
         subscription = self._by_id.get(subscription_id)
         if subscription is None or subscription.agent_id != agent_id:
-            return False
+            return None
         del self._by_id[subscription_id]
         self._per_agent[agent_id] -= 1
         topic = self._by_topic[subscription.topic]
         del topic[subscription_id]
         if not topic:
             del self._by_topic[subscription.topic]
-        return True
+        return subscription.topic
 
     def count(self, agent_id: str) -> int:
         """How many subscriptions ``agent_id`` has."""
@@ -64,10 +64,6 @@ class SubscriptionTable:
     def topics(self) -> int:
         """How many topics have subscribers."""
         return len(self._by_topic)
-
-    def topic_of(self, subscription_id: str) -> str | None:
-        subscription = self._by_id.get(subscription_id)
-        return subscription.topic if subscription is not None else None
 
     def subscribers(self, topic: str) -> list[str]:
         """The agents subscribed to ``topic`` (each once)."""

@@ -10,8 +10,8 @@ for it.
 
 from __future__ import annotations
 
-import hmac
 import time
+from collections.abc import Iterable
 
 from pydantic import BaseModel
 
@@ -26,6 +26,7 @@ from ..protocol import (
     WatchRequest,
 )
 from .connection import Peer
+from .identity import one_of
 from .settings import RouterSettings
 
 EVENT_PRIORITY = 1  # the lowest: a watcher's backlog never holds up anything else
@@ -48,7 +49,7 @@ class Watchers:
             return ErrorInfo(
                 code="watch_token_required", message="this router requires a token to watch", field="token"
             )
-        if not any(hmac.compare_digest(request.token, token) for token in tokens):
+        if not one_of(request.token, tokens):
             return ErrorInfo(code="bad_watch_token", message="the token is not one this router accepts", field="token")
         return None
 
@@ -67,14 +68,14 @@ class Watchers:
         if self._peers:
             self._tell(TopicSeen(topic=topic, subscribers=subscribers))
 
-    def message(self, envelope: Envelope, recipients: list[str]) -> None:
+    def message(self, envelope: Envelope, recipients: Iterable[str]) -> None:
         if self._peers:
             self._tell(
                 MessageSeen(
                     message_id=envelope.message_id,
                     from_agent=envelope.from_agent,
                     to_agent=envelope.to_agent,
-                    recipients=recipients,
+                    recipients=list(recipients),
                     message_type=envelope.message_type,
                     correlation_id=envelope.metadata.correlation_id,
                     priority=envelope.priority,
