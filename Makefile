@@ -1,6 +1,7 @@
 # Two commands for a fresh machine:
 #   make run    install everything and serve the test page on http://127.0.0.1:8765/
-#   make test   install everything the tests need (Debian's chromium too), run the checks, then the tests
+#   make test   install everything the tests need (Debian's chromium and redis-server too), run the checks,
+#               then the tests
 # And: make check (lint, format, types, JS), make fix (apply the automatic fixes), make bench,
 # make tck TCK=path/to/a2a-tck (the A2A TCK against the router and against the plain a2a-sdk).
 PYTHON ?= python3
@@ -11,12 +12,12 @@ PORT ?= 8765
 PYTEST_ARGS ?=
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: run test check fix bench tck assets chromium node
+.PHONY: run test check fix bench tck assets chromium redis node
 
 run: $(VENV)/.installed assets
 	$(BIN)/python serve.py --host $(HOST) --port $(PORT)
 
-test: check assets chromium
+test: check assets chromium redis
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 
 # Python: ruff (lint, format) and mypy --strict (pyproject.toml); JavaScript: Biome (biome.json).
@@ -31,7 +32,7 @@ fix: $(VENV)/.installed node_modules/.installed
 	$(BIN)/ruff format .
 	node_modules/.bin/biome check --write
 
-bench: $(VENV)/.installed assets chromium
+bench: $(VENV)/.installed assets chromium redis
 	$(BIN)/python bench/run.py
 
 # The A2A TCK's mandatory tests against /agents/echo and against the plain a2a-sdk server, same run.
@@ -67,3 +68,7 @@ node:
 
 chromium:
 	@command -v chromium >/dev/null || { $(SUDO) apt-get update -qq && $(SUDO) apt-get install -y -qq chromium; }
+
+# Several routers share one Redis (--redis); the tests start their own redis-server on a free port.
+redis:
+	@command -v redis-server >/dev/null || { $(SUDO) apt-get update -qq && $(SUDO) apt-get install -y -qq redis-server; }

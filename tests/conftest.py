@@ -34,7 +34,21 @@ def free_port() -> int:
         return probe.getsockname()[1]
 
 
-class RunningRouter:
+class OnLoopback:
+    """A router's URLs from its loopback ``port``."""
+
+    port: int
+
+    @property
+    def ws_url(self) -> str:
+        return f"ws://127.0.0.1:{self.port}/a2a"
+
+    @property
+    def http_url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+
+class RunningRouter(OnLoopback):
     """A router served by uvicorn on a loopback port, in a thread of its own."""
 
     def __init__(self, settings: RouterSettings, port: int | None = None) -> None:
@@ -44,14 +58,6 @@ class RunningRouter:
         self.app = config.app
         self.server = uvicorn.Server(config)
         self.thread = threading.Thread(target=self.server.run, daemon=True)
-
-    @property
-    def ws_url(self) -> str:
-        return f"ws://127.0.0.1:{self.port}/a2a"
-
-    @property
-    def http_url(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
 
     @property
     def router(self) -> Router:

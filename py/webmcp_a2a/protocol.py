@@ -241,6 +241,8 @@ ErrorCode = Literal[
     "task_not_found",  # a2a_tasks: no such task of this agent's
     "task_not_cancelable",  # a2a_tasks: over already, or inbound (answer it with a2a_reply instead)
     "task_closed",  # a2a_tasks reply: the task is over, or is not one given to this agent
+    # a cluster of routers (router/cluster/)
+    "store_unavailable",  # the cluster's Redis is unreachable: nothing can be kept now; try again later
 ]
 
 

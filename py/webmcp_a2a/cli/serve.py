@@ -19,10 +19,11 @@ from pathlib import Path
 import uvicorn
 
 from ..router import RouterSettings
+from ..router.cluster.redis_store import Keys, RedisStore
 from ..router.http_security import LOOPBACK_NAMES, WILDCARD_HOSTS, normalise_origin, server_origins
 from ..router.identity import MIN_PROVISIONED_LENGTH
 from ..router.server import uvicorn_config
-from ..router.store import Store
+from ..router.store import SqliteStore, Store
 
 # Flags that set the router setting of the same meaning; type, default and help come from the
 # setting itself (webmcp_a2a/router/settings.py), so they are written once.
@@ -43,6 +44,8 @@ SETTING_FLAGS = {
     "--max-agents": "max_agents",
     "--max-subscriptions-per-agent": "max_subscriptions_per_agent",
     "--max-topics": "max_topics",
+    "--cluster-heartbeat": "cluster_heartbeat",
+    "--cluster-lease": "cluster_lease",
 }
 
 
@@ -61,6 +64,13 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         help="SQLite file keeping messages for absent agents, known agents, their credentials and subscriptions "
         "across restarts; ':memory:' keeps nothing (default: %(default)s)",
     )
+    parser.add_argument(
+        "--redis",
+        metavar="URL",
+        help="redis://HOST:PORT/DB: serve one mesh with every router given the same URL (README, 'Several "
+        "routers'); Redis then keeps what --store would",
+    )
+    parser.add_argument("--redis-prefix", default="mesh:", help=RouterSettings.model_fields["redis_prefix"].description)
     for flag, name in SETTING_FLAGS.items():
         field = RouterSettings.model_fields[name]
         kind = int if field.annotation is int else float
@@ -152,6 +162,8 @@ def settings_of(args: argparse.Namespace) -> RouterSettings:
     agents = json.loads(args.agents_file.read_text()) if args.agents_file else {}
     return RouterSettings(
         store_path=args.store,
+        redis_url=args.redis,
+        redis_prefix=args.redis_prefix,
         allowed_origins=args.allow_origin,
         join_tokens=tokens,
         watch_tokens=args.watch_token,
@@ -190,10 +202,12 @@ def exposure_warnings(args: argparse.Namespace, settings: RouterSettings) -> lis
 def main(argv: list[str] | None = None) -> None:
     args = parse_args(argv)
     if args.release_agent:
-        store = Store(args.store)
+        store: Store = (
+            RedisStore(args.redis, "release", Keys(args.redis_prefix)) if args.redis else SqliteStore(args.store)
+        )
         store.forget_agent(args.release_agent)
         store.close()
-        print(f"webmcp-a2a: released agent id {args.release_agent!r} in {args.store}")
+        print(f"webmcp-a2a: released agent id {args.release_agent!r} in {args.redis or args.store}")
         return
     settings = settings_of(args)
     logging.basicConfig(level=args.log_level.upper(), format="%(levelname)s %(name)s: %(message)s")

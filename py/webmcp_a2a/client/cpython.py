@@ -8,14 +8,17 @@ Used by tests, benchmarks, backend agents and scripts::
 
 With ``reconnect=True`` (the default) a lost connection is reopened with
 exponential backoff and jitter, and the agent's outbox is resent once the router
-has welcomed it back.
+has welcomed it back. Given several URLs (the routers of a cluster), it tries the
+next one each time, so an agent whose router died joins the mesh at another.
 """
 
 from __future__ import annotations
 
 import asyncio
+import itertools
 import logging
 import ssl
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -29,7 +32,7 @@ from .backoff import Backoff
 log = logging.getLogger("webmcp_a2a.client")
 
 CLOSE_UNAUTHORIZED = 4001
-CLOSE_AGENT_ID_TAKEN = 4009
+CLOSE_AGENT_ID_TAKEN = 4009  # at the same router; 1013 (try again later) when at another of a cluster
 _reconnectors: set[asyncio.Task[None]] = set()  # strong references, so a running loop is not collected
 
 
@@ -74,7 +77,7 @@ class WebSocketsTransport:
 
 
 async def connect(
-    url: str,
+    url: str | Sequence[str],
     hello: Hello,
     *,
     reconnect: bool = True,
@@ -103,9 +106,10 @@ async def connect(
         agent.on_task(on_task)
     if credential_file is not None:
         _keep_credential(agent, credential_file)
-    first = await _open(url, agent, ssl_context)
+    urls = itertools.cycle([url] if isinstance(url, str) else url)
+    first = await _open(next(urls), agent, ssl_context)
     if reconnect:
-        task = asyncio.create_task(_stay_connected(url, agent, first, ssl_context))
+        task = asyncio.create_task(_stay_connected(urls, agent, first, ssl_context))
         _reconnectors.add(task)
         task.add_done_callback(_reconnectors.discard)
     await agent.welcomed()
@@ -133,7 +137,7 @@ async def _open(url: str, agent: Agent, ssl_context: ssl.SSLContext | None) -> W
 
 
 async def _stay_connected(
-    url: str, agent: Agent, transport: WebSocketsTransport, ssl_context: ssl.SSLContext | None
+    urls: Iterator[str], agent: Agent, transport: WebSocketsTransport, ssl_context: ssl.SSLContext | None
 ) -> None:
     backoff = Backoff()
     while True:
@@ -142,6 +146,7 @@ async def _stay_connected(
             return  # the same hello would be refused again
         while not agent.closed:
             await asyncio.sleep(backoff.next_delay())
+            url = next(urls)
             try:
                 transport = await _open(url, agent, ssl_context)
                 break

@@ -173,12 +173,16 @@ def create_app(
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        if router.cluster is not None:
+            await router.cluster.start()
         await a2a.start()
         remotes.start()
         yield
         await outbound.stop()
         await remotes.stop()
         await a2a.stop()
+        if router.cluster is not None:
+            await router.cluster.stop()
 
     app = Starlette(
         lifespan=lifespan,

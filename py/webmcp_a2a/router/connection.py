@@ -51,7 +51,11 @@ class Peer(Protocol):
         priority: int = CONTROL_PRIORITY,
         expires_at: float | None = None,
         on_drop: DropCallback | None = None,
-    ) -> bool: ...
+        message_id: str | None = None,
+    ) -> bool:
+        """Queue a frame for the peer. A delivery names its ``message_id``: a peer at another router
+        of a cluster (:class:`~.cluster.links.NodeLink`) routes its acknowledgement back with it."""
+        ...
 
     def close(self, code: int, reason: str) -> None: ...
 
@@ -109,6 +113,7 @@ class Connection:
         priority: int = CONTROL_PRIORITY,
         expires_at: float | None = None,
         on_drop: DropCallback | None = None,
+        message_id: str | None = None,
     ) -> bool:
         """Queue a frame; False when it is refused (queue full of equal or higher priority, or closing)."""
         if self._close_with is not None:

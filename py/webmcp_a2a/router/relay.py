@@ -80,6 +80,7 @@ class RelayedConnection:
         priority: int = CONTROL_PRIORITY,
         expires_at: float | None = None,
         on_drop: DropCallback | None = None,
+        message_id: str | None = None,
     ) -> bool:
         """Queue ``text`` for the hosted agent: a ``relayed`` frame in the host's queue (same priority rules)."""
         if self._closed:

@@ -41,6 +41,7 @@ from ..protocol import (
     DiscoverRequest,
     DiscoverResult,
     Envelope,
+    ErrorCode,
     ErrorFrame,
     ErrorInfo,
     FanoutResult,
@@ -62,6 +63,7 @@ from ..protocol import (
     json_too_deep,
     validation_error_info,
 )
+from .cluster import CLOSE_TRY_AGAIN, AgentIdElsewhere, Cluster, NodeLink
 from .connection import Peer
 from .coordination import Barriers, Locks, Waiter
 from .errors import RequestError
@@ -71,8 +73,8 @@ from .registry import AgentIdTaken, AgentRecord, OutboundSender, Registry, Remot
 from .relay import RELAY_FRAMES, RelayTable
 from .settings import RouterSettings
 from .signing import Signer
-from .store import Store
-from .subscriptions import SubscriptionTable
+from .store import SqliteStore, Store, StoreUnavailable
+from .subscriptions import SubscriptionTable, new_subscription_id
 from .watchers import Watchers
 
 log = logging.getLogger("webmcp_a2a.router")
@@ -109,12 +111,18 @@ class Router:
     def __init__(self, settings: RouterSettings | None = None) -> None:
         self.settings = settings or RouterSettings()
         settings = self.settings
-        self.store = Store(
-            settings.store_path,
-            settings.store_limit_per_agent,
-            settings.store_ttl,
-            settings.store_bytes_per_agent,
-            settings.store_bytes_total,
+        # One router keeps its memory in SQLite; a cluster of routers shares Redis (cluster/).
+        self.cluster = Cluster(self, settings) if settings.redis_url is not None else None
+        self.store: Store = (
+            self.cluster.store
+            if self.cluster is not None
+            else SqliteStore(
+                settings.store_path,
+                settings.store_limit_per_agent,
+                settings.store_ttl,
+                settings.store_bytes_per_agent,
+                settings.store_bytes_total,
+            )
         )
         self.gate = Gate(settings, self.store)
         self.signer = Signer(settings, self.store)
@@ -204,6 +212,8 @@ class Router:
             self._handlers[type(frame)](conn, agent_id, frame)
         except RequestError as exc:
             self._error(conn, getattr(frame, "id", None), exc.info)
+        except StoreUnavailable as exc:
+            self._error(conn, getattr(frame, "id", None), ErrorInfo(code="store_unavailable", message=str(exc)))
 
     def watch(self, conn: Peer, text: str) -> bool:
         """A ``/watch`` connection's first frame: True when it now watches (the mesh as it stands is
@@ -241,13 +251,23 @@ class Router:
         if record is None:
             return
         log.info("agent %s disconnected", agent_id)
-        self.store.remember_agent(record.hello, record.last_seen)
+        try:
+            self.store.remember_agent(record.hello, record.last_seen)
+            if self.cluster is not None and not conn.internal:
+                self.cluster.release(record)
+        except StoreUnavailable as exc:  # the cluster buries this router's agents if it never hears
+            log.warning("agent %s left unrecorded: %s", agent_id, exc)
+        self.agent_gone(record)
+        self._publish_event("peer_offline", record)
+
+    def agent_gone(self, record: AgentRecord) -> None:
+        """``record``'s agent went offline (here, or at another router of the cluster)."""
+        agent_id = record.agent_id
         self.locks.agent_left(agent_id)
         self.barriers.agent_left(agent_id)
         for pending in list(self._pending.values()):
             if agent_id in pending.waiting:
                 self._settle(pending, agent_id, accepted=False, reason="recipient disconnected")
-        self._publish_event("peer_offline", record)
         self.watchers.agent(record.info())
 
     # --- registration and presence -----------------------------------------
@@ -264,8 +284,27 @@ class Router:
             self._error(conn, None, refused.info)
             conn.close(CLOSE_UNAUTHORIZED, refused.info.code)
             return
+        except StoreUnavailable as exc:
+            self._error(conn, None, ErrorInfo(code="store_unavailable", message=str(exc)))
+            conn.close(CLOSE_TRY_AGAIN, "store unavailable")
+            return
         try:
+            if self.cluster is not None and not conn.internal:
+                local = self.registry.online(hello.agent_id)
+                if local is not None and not isinstance(local.connection, NodeLink):
+                    raise AgentIdTaken(hello.agent_id)
+                self.cluster.claim(hello)
             record = self.registry.connect(hello, conn)
+        except (AgentIdElsewhere, StoreUnavailable) as exc:
+            message = (
+                f"agent id {hello.agent_id!r} is online at router {exc.node}; try again later"
+                if isinstance(exc, AgentIdElsewhere)
+                else str(exc)
+            )
+            code: ErrorCode = "agent_id_taken" if isinstance(exc, AgentIdElsewhere) else "store_unavailable"
+            self._error(conn, None, ErrorInfo(code=code, message=message, field="agent_id"))
+            conn.close(CLOSE_TRY_AGAIN, code)
+            return
         except AgentIdTaken:
             self._error(
                 conn,
@@ -279,8 +318,13 @@ class Router:
             conn.close(CLOSE_AGENT_ID_TAKEN, "agent id taken")
             return
         conn.agent_id = hello.agent_id
-        credential = self.gate.issue(hello.agent_id, conn.remote) if new_id else None
-        self.store.remember_agent(hello, record.last_seen)
+        try:
+            credential = self.gate.issue(hello.agent_id, conn.remote) if new_id else None
+            self.store.remember_agent(hello, record.last_seen)
+        except StoreUnavailable as exc:  # claimed, but its credential could not be kept: let it go
+            self._error(conn, None, ErrorInfo(code="store_unavailable", message=str(exc)))
+            conn.close(CLOSE_TRY_AGAIN, "store unavailable")
+            return
         key = self.signer.key_for(hello.agent_id)
         welcome = Welcome(
             agent_id=hello.agent_id,
@@ -290,10 +334,20 @@ class Router:
         )
         self._queue(conn, welcome)
         log.info("agent %s (%s) registered", hello.agent_id, hello.agent_type)
-        for envelope in self.store.waiting_for(hello.agent_id):
-            self._deliver(None, envelope.from_agent, 0, envelope, record, from_store=True)
+        self.deliver_stored(record)
         self._publish_event("peer_discovered", record)
         self.watchers.agent(record.info())
+
+    def deliver_stored(self, record: AgentRecord) -> None:
+        """Deliver what the store keeps for ``record``'s agent (now online here), but what is on its way."""
+        try:
+            kept = self.store.waiting_for(record.agent_id)
+        except StoreUnavailable as exc:  # it stays kept: the cluster delivers it when Redis is back
+            log.warning("mail for %s not read: %s", record.agent_id, exc)
+            return
+        for envelope in kept:
+            if envelope.message_id not in self._pending:
+                self._deliver(None, envelope.from_agent, 0, envelope, record, from_store=True)
 
     def _heartbeat(self, conn: Peer, agent_id: str, request: HeartbeatRequest) -> None:
         record = self._registered(agent_id)
@@ -301,6 +355,8 @@ class Router:
         if record.busy != busy:
             record.busy = busy
             self.watchers.agent(record.info())
+            if self.cluster is not None:
+                self.cluster.busy(record)
         self._reply(conn, request.id, HeartbeatResult(status=record.status, server_time=time.time()))
 
     def _discover(self, conn: Peer, agent_id: str, request: DiscoverRequest) -> None:
@@ -383,7 +439,12 @@ class Router:
 
     def _keep(self, recipient: str, envelope: Envelope, status: str) -> SendResult:
         """Store ``envelope`` for later delivery and say so."""
-        if self.store.put(recipient, envelope):
+        try:
+            kept = self.store.put(recipient, envelope)
+        except StoreUnavailable as exc:
+            reason = f"store_unavailable: {exc}"
+            return SendResult(delivered=False, target_status=status, message_id=envelope.message_id, reason=reason)
+        if kept:
             return SendResult(
                 delivered=False,
                 target_status=status,
@@ -496,42 +557,53 @@ class Router:
             raise RequestError("too_many_subscriptions", f"an agent has at most {limit} subscriptions", "topic")
         if not self.subscriptions.has_topic(request.topic) and self.subscriptions.topics() >= self.settings.max_topics:
             raise RequestError("too_many_subscriptions", f"the router has {self.settings.max_topics} topics", "topic")
-        subscription = self.subscriptions.add(agent_id, request.topic, request.filter)
-        self.store.add_subscription(subscription.subscription_id, agent_id, request.topic, request.filter)
+        subscription_id = new_subscription_id()
+        self.store.add_subscription(subscription_id, agent_id, request.topic, request.filter)  # kept first
+        subscription = self.subscriptions.add(agent_id, request.topic, request.filter, subscription_id)
         self._reply(conn, request.id, SubscribeResult(subscription_id=subscription.subscription_id))
         self.watchers.topic(request.topic, self.subscriptions.subscribers(request.topic))
 
     def _unsubscribe(self, conn: Peer, agent_id: str, request: UnsubscribeRequest) -> None:
-        topic = self.subscriptions.remove(agent_id, request.subscription_id)
-        if topic is None:
+        if not self.subscriptions.owns(agent_id, request.subscription_id):
             raise RequestError(
                 "unknown_subscription", f"no subscription {request.subscription_id!r}", "subscription_id"
             )
-        self.store.remove_subscription(request.subscription_id)
+        self.store.remove_subscription(request.subscription_id)  # forgotten there first
+        topic = self.subscriptions.remove_by_id(request.subscription_id)
+        assert topic is not None
         self._reply(conn, request.id, UnsubscribeResult(subscription_id=request.subscription_id))
         self.watchers.topic(topic, self.subscriptions.subscribers(topic))
 
     def _ack(self, conn: Peer, agent_id: str, ack: Ack) -> None:
-        pending = self._pending.get(ack.message_id)
+        reason = ack.reason or "refused by recipient"
+        if ack.message_id in self._pending or self.cluster is None or not self.cluster.forward_ack(agent_id, ack):
+            self.acknowledged(agent_id, ack.message_id, ack.accepted, reason)
+
+    def acknowledged(self, agent_id: str, message_id: str, accepted: bool, reason: str) -> None:
+        """``agent_id`` took (or refused) ``message_id``: from its socket here, or from its router."""
+        pending = self._pending.get(message_id)
         if pending is not None and agent_id in pending.waiting:
-            self._settle(pending, agent_id, ack.accepted, ack.reason or "refused by recipient")
-        elif ack.accepted:
+            self._settle(pending, agent_id, accepted, reason)
+        elif accepted:
             # A late ack for a message the store kept after an ack timeout: it has arrived after all.
-            self.store.remove(agent_id, ack.message_id)
+            self.store.remove(agent_id, message_id)
 
     # --- deliveries ---------------------------------------------------------
 
     def _start(self, pending: PendingDelivery, frames: dict[str, str]) -> None:
         self._pending[pending.envelope.message_id] = pending
         envelope = pending.envelope
+        message_id = envelope.message_id
         self.watchers.message(envelope, frames)
         for agent_id, frame in frames.items():
             target = self.registry.online(agent_id)
             link = target.connection if target is not None else None
             dropped = lambda reason, agent_id=agent_id: self._settle(pending, agent_id, False, reason)  # noqa: E731
-            if link is None or not link.offer(frame, envelope.priority, envelope.expires_at, dropped):
+            if link is None or not link.offer(frame, envelope.priority, envelope.expires_at, dropped, message_id):
                 pending.waiting.discard(agent_id)
-                pending.refusals[agent_id] = "offline" if link is None else "queue_full"
+                pending.refusals[agent_id] = (
+                    "offline" if link is None else "unreachable (connection closing)" if link.closing else "queue_full"
+                )
         if pending.waiting:
             self._deadlines.append(
                 (time.monotonic() + self.settings.ack_timeout, pending.envelope.message_id, pending.serial)

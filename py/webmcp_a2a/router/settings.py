@@ -56,6 +56,16 @@ class RouterSettings(BaseModel):
     )
     store_bytes_total: int = Field(1024 * 1024 * 1024, ge=0, description="Bytes of kept messages in all at most")
 
+    # --- a cluster of routers sharing one Redis (router/cluster/) -------------------------------
+    redis_url: str | None = Field(
+        None, description="redis://HOST:PORT/DB: join the cluster of routers sharing it (instead of --store)"
+    )
+    redis_prefix: str = Field("mesh:", description="Prefix of the cluster's keys and channels in Redis")
+    cluster_heartbeat: float = Field(1.0, gt=0, description="Seconds between a router's lease renewals")
+    cluster_lease: float = Field(
+        3.0, gt=0, description="Seconds a router's lease lasts: a killed router's agents may reconnect elsewhere then"
+    )
+
     # --- who may join (SECURITY.md) ---------------------------------------------------------
     allowed_origins: list[str] = Field(
         default_factory=list,

@@ -1,7 +1,10 @@
 """What the router must not forget: messages accepted for absent agents, known agents, subscriptions.
 
-SQLite is the embedded default (``--store PATH``; ``:memory:`` keeps nothing across
-restarts). The database runs in WAL mode with ``synchronous=NORMAL``: a commit is
+:class:`Store` says what a store does; :class:`SqliteStore` is the embedded default
+(``--store PATH``; ``:memory:`` keeps nothing across restarts), and a cluster of routers
+shares :class:`~.cluster.redis_store.RedisStore` instead (``--redis URL``).
+
+SQLite The database runs in WAL mode with ``synchronous=NORMAL``: a commit is
 in the operating system's hands before the router answers, so killing the router
 process (even with SIGKILL) loses nothing it has acknowledged; only a power cut
 may lose the last commits.
@@ -15,7 +18,8 @@ from __future__ import annotations
 
 import sqlite3
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
+from typing import Protocol
 
 from ..protocol import Envelope, Hello, SubscriptionFilter
 
@@ -52,7 +56,50 @@ CREATE TABLE IF NOT EXISTS subscriptions (
 """
 
 
-class Store:
+class StoreUnavailable(Exception):
+    """The store cannot be reached (a cluster's Redis is down): nothing can be made durable now."""
+
+
+class Store(Protocol):
+    """Where the router keeps what it must not forget. Every call is a short synchronous round
+    trip (a SQLite commit, a Redis script); one that cannot be made raises :class:`StoreUnavailable`."""
+
+    def close(self) -> None: ...
+
+    def put(self, recipient: str, envelope: Envelope) -> bool: ...
+
+    def holds(self, recipient: str, message_id: str) -> bool: ...
+
+    def waiting_for(self, recipient: str) -> list[Envelope]: ...
+
+    def remove(self, recipient: str, message_id: str) -> None: ...
+
+    def count(self, recipient: str) -> int: ...
+
+    def remember_agent(self, hello: Hello, last_seen: float) -> None: ...
+
+    def forget_agent(self, agent_id: str) -> None: ...
+
+    def credential(self, agent_id: str) -> tuple[bytes, bytes] | None: ...
+
+    def set_credential(self, agent_id: str, salt: bytes, digest: bytes) -> None: ...
+
+    def secret(self, name: str, make: Callable[[], bytes]) -> bytes: ...
+
+    def credential_count(self) -> int: ...
+
+    def known_agents(self) -> Iterable[tuple[Hello, float]]: ...
+
+    def add_subscription(
+        self, subscription_id: str, agent_id: str, topic: str, filter: SubscriptionFilter | None
+    ) -> None: ...
+
+    def remove_subscription(self, subscription_id: str) -> None: ...
+
+    def subscriptions(self) -> Iterable[tuple[str, str, str, SubscriptionFilter | None]]: ...
+
+
+class SqliteStore:
     def __init__(
         self,
         path: str = ":memory:",

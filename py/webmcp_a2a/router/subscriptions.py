@@ -26,6 +26,10 @@ class Subscription:
         return not (self.filter.region is not None and (region is None or not self.filter.region.overlaps(region)))
 
 
+def new_subscription_id() -> str:
+    return f"sub-{uuid.uuid4().hex[:16]}"
+
+
 class SubscriptionTable:
     def __init__(self) -> None:
         self._by_topic: dict[str, dict[str, Subscription]] = {}
@@ -35,7 +39,9 @@ class SubscriptionTable:
     def add(
         self, agent_id: str, topic: str, filter: SubscriptionFilter | None, subscription_id: str | None = None
     ) -> Subscription:
-        subscription = Subscription(subscription_id or f"sub-{uuid.uuid4().hex[:16]}", agent_id, topic, filter)
+        subscription = Subscription(subscription_id or new_subscription_id(), agent_id, topic, filter)
+        if subscription.subscription_id in self._by_id:  # told twice (a cluster's event, then its catch-up)
+            return self._by_id[subscription.subscription_id]
         self._by_topic.setdefault(topic, {})[subscription.subscription_id] = subscription
         self._by_id[subscription.subscription_id] = subscription
         self._per_agent[agent_id] += 1
@@ -46,13 +52,24 @@ class SubscriptionTable:
         subscription = self._by_id.get(subscription_id)
         if subscription is None or subscription.agent_id != agent_id:
             return None
-        del self._by_id[subscription_id]
+        return self.remove_by_id(subscription_id)
+
+    def remove_by_id(self, subscription_id: str) -> str | None:
+        """Remove a subscription, whoever's it is, and say its topic; None when there is none by that id."""
+        subscription = self._by_id.pop(subscription_id, None)
+        if subscription is None:
+            return None
+        agent_id = subscription.agent_id
         self._per_agent[agent_id] -= 1
         topic = self._by_topic[subscription.topic]
         del topic[subscription_id]
         if not topic:
             del self._by_topic[subscription.topic]
         return subscription.topic
+
+    def owns(self, agent_id: str, subscription_id: str) -> bool:
+        subscription = self._by_id.get(subscription_id)
+        return subscription is not None and subscription.agent_id == agent_id
 
     def count(self, agent_id: str) -> int:
         """How many subscriptions ``agent_id`` has."""

@@ -85,6 +85,7 @@ class InProcessLink:
         priority: int = CONTROL_PRIORITY,
         expires_at: float | None = None,
         on_drop: DropCallback | None = None,
+        message_id: str | None = None,
     ) -> bool:
         if self._closed:
             return False
