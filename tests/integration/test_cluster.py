@@ -16,7 +16,7 @@ import websockets
 from tests.cluster import RedisServer, RouterProcess
 from webmcp_a2a.client.agent import RouterError
 from webmcp_a2a.client.cpython import connect
-from webmcp_a2a.protocol import BroadcastArgs, DiscoverArgs, Hello, InboxArgs, SendMessageArgs
+from webmcp_a2a.protocol import BroadcastArgs, DiscoverArgs, Hello, InboxArgs, ReceivedMessage, SendMessageArgs
 
 _ids = itertools.count()
 
@@ -56,7 +56,7 @@ async def agents(cluster):
 
 async def test_a_direct_message_to_an_agent_at_another_router_is_delivered_and_acknowledged(agents):
     alice, bob = await agents(0), await agents(1)
-    received = []
+    received: list[ReceivedMessage] = []
     bob.on_message(received.append)
 
     result = await alice.send_message(
@@ -72,7 +72,7 @@ async def test_a_broadcast_reaches_agents_at_every_router(agents):
     agent_type = unique("team")
     sender = await agents(0, agent_type)
     others = [await agents(at, agent_type) for at in (0, 1, 2, 2)]
-    inboxes = {agent.agent_id: [] for agent in others}
+    inboxes: dict[str, list[ReceivedMessage]] = {agent.agent_id: [] for agent in others}
     for agent in others:
         agent.on_message(inboxes[agent.agent_id].append)
 
@@ -88,7 +88,7 @@ async def test_a_broadcast_reaches_agents_at_every_router(agents):
 async def test_a_topic_publication_reaches_subscribers_at_other_routers(agents):
     topic = unique("prices")
     publisher, near, far = await agents(0), await agents(0), await agents(2)
-    got = {near.agent_id: [], far.agent_id: []}
+    got: dict[str, list[ReceivedMessage]] = {near.agent_id: [], far.agent_id: []}
     for agent in (near, far):
         agent.on_message(got[agent.agent_id].append)
         await agent.subscribe(topic)
