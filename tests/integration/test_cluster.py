@@ -8,54 +8,18 @@ the same whichever router each side is on.
 from __future__ import annotations
 
 import asyncio
-import itertools
 
 import pytest
 import websockets
 
-from tests.cluster import RedisServer, RouterProcess
+from tests.integration.conftest import unique
 from webmcp_a2a.client.agent import RouterError
 from webmcp_a2a.client.cpython import connect
 from webmcp_a2a.protocol import BroadcastArgs, DiscoverArgs, Hello, InboxArgs, ReceivedMessage, SendMessageArgs
 
-_ids = itertools.count()
 
-
-def unique(prefix: str) -> str:
-    return f"{prefix}-{next(_ids)}"
-
-
-@pytest.fixture(scope="module")
-def cluster(tmp_path_factory):
-    redis_server = RedisServer(tmp_path_factory.mktemp("redis")).start()
-    routers = []
-    try:
-        routers = [RouterProcess(redis_server.url) for _ in range(3)]
-        yield routers
-    finally:
-        for router in routers:
-            router.stop()
-        redis_server.stop()
-
-
-@pytest.fixture
-async def agents(cluster):
-    """Factory: ``await agents(router_index)`` gives an agent welcomed at that router; closed after the test."""
-    opened = []
-
-    async def make(at: int, agent_type: str = "executor", **hello):
-        hello.setdefault("agent_id", unique(agent_type))
-        agent = await connect(cluster[at].ws_url, Hello(agent_type=agent_type, **hello), reconnect=False)
-        opened.append(agent)
-        return agent
-
-    yield make
-    for agent in opened:
-        agent.close()
-
-
-async def test_a_direct_message_to_an_agent_at_another_router_is_delivered_and_acknowledged(agents):
-    alice, bob = await agents(0), await agents(1)
+async def test_a_direct_message_to_an_agent_at_another_router_is_delivered_and_acknowledged(cluster_agents):
+    alice, bob = await cluster_agents(0), await cluster_agents(1)
     received: list[ReceivedMessage] = []
     bob.on_message(received.append)
 
@@ -68,10 +32,10 @@ async def test_a_direct_message_to_an_agent_at_another_router_is_delivered_and_a
     assert [(m.from_agent, m.payload) for m in received] == [(alice.agent_id, {"n": 1})]
 
 
-async def test_a_broadcast_reaches_agents_at_every_router(agents):
+async def test_a_broadcast_reaches_agents_at_every_router(cluster_agents):
     agent_type = unique("team")
-    sender = await agents(0, agent_type)
-    others = [await agents(at, agent_type) for at in (0, 1, 2, 2)]
+    sender = await cluster_agents(0, agent_type)
+    others = [await cluster_agents(at, agent_type) for at in (0, 1, 2, 2)]
     inboxes: dict[str, list[ReceivedMessage]] = {agent.agent_id: [] for agent in others}
     for agent in others:
         agent.on_message(inboxes[agent.agent_id].append)
@@ -85,9 +49,9 @@ async def test_a_broadcast_reaches_agents_at_every_router(agents):
     assert all(len(inbox) == 1 for inbox in inboxes.values())
 
 
-async def test_a_topic_publication_reaches_subscribers_at_other_routers(agents):
+async def test_a_topic_publication_reaches_subscribers_at_other_routers(cluster_agents):
     topic = unique("prices")
-    publisher, near, far = await agents(0), await agents(0), await agents(2)
+    publisher, near, far = await cluster_agents(0), await cluster_agents(0), await cluster_agents(2)
     got: dict[str, list[ReceivedMessage]] = {near.agent_id: [], far.agent_id: []}
     for agent in (near, far):
         agent.on_message(got[agent.agent_id].append)
@@ -103,9 +67,9 @@ async def test_a_topic_publication_reaches_subscribers_at_other_routers(agents):
     assert [m.payload for m in got[far.agent_id]] == [{"p": 7}]
 
 
-async def test_unsubscribing_at_one_router_stops_publications_from_another(agents):
+async def test_unsubscribing_at_one_router_stops_publications_from_another(cluster_agents):
     topic = unique("news")
-    publisher, reader = await agents(1), await agents(2)
+    publisher, reader = await cluster_agents(1), await cluster_agents(2)
     subscription = await reader.subscribe(topic)
 
     async def publish():
@@ -117,9 +81,9 @@ async def test_unsubscribing_at_one_router_stops_publications_from_another(agent
     assert (await eventually_async(publish, lambda result: result.recipients == 0)).recipients == 0
 
 
-async def test_discover_lists_the_agents_of_every_router(agents):
+async def test_discover_lists_the_agents_of_every_router(cluster_agents):
     agent_type = unique("finder")
-    mine = [await agents(at, agent_type) for at in range(3)]
+    mine = [await cluster_agents(at, agent_type) for at in range(3)]
 
     async def discover():
         return await mine[0].discover(DiscoverArgs(agent_type=agent_type))
@@ -130,8 +94,8 @@ async def test_discover_lists_the_agents_of_every_router(agents):
     assert {agent.status for agent in found.agents} == {"online"}
 
 
-async def test_an_agent_leaving_one_router_is_offline_at_the_others(agents):
-    watcher, leaver = await agents(0), await agents(1)
+async def test_an_agent_leaving_one_router_is_offline_at_the_others(cluster_agents):
+    watcher, leaver = await cluster_agents(0), await cluster_agents(1)
     await eventually_async(lambda: status_of(watcher, leaver.agent_id), lambda status: status == "online")
 
     leaver.close()
@@ -139,8 +103,8 @@ async def test_an_agent_leaving_one_router_is_offline_at_the_others(agents):
     assert await eventually_async(lambda: status_of(watcher, leaver.agent_id), lambda s: s == "offline") == "offline"
 
 
-async def test_a_message_for_an_absent_agent_waits_in_redis_and_reaches_it_at_another_router(agents, cluster):
-    sender = await agents(0)
+async def test_a_message_for_an_absent_agent_waits_in_redis_and_reaches_it_at_another_router(cluster_agents, cluster):
+    sender = await cluster_agents(0)
     absent_id = unique("absent")
     first = await connect(cluster[1].ws_url, Hello(agent_id=absent_id, agent_type="executor"), reconnect=False)
     credential = first.credential
@@ -153,13 +117,13 @@ async def test_a_message_for_an_absent_agent_waits_in_redis_and_reaches_it_at_an
     assert result.stored
     assert not result.delivered
 
-    back = await agents(2, agent_id=absent_id, credential=credential)
+    back = await cluster_agents(2, agent_id=absent_id, credential=credential)
     arrived = await back.inbox(InboxArgs(wait_seconds=5))
     assert [message.payload for message in arrived.messages] == [{"kept": 1}]
 
 
-async def test_an_agent_id_online_at_one_router_is_refused_at_another_with_try_again_later(agents, cluster):
-    holder = await agents(0)
+async def test_an_agent_id_online_at_one_router_is_refused_at_another_with_try_again_later(cluster_agents, cluster):
+    holder = await cluster_agents(0)
 
     with pytest.raises((RouterError, websockets.ConnectionClosed)) as refused:
         await connect(
@@ -171,19 +135,19 @@ async def test_an_agent_id_online_at_one_router_is_refused_at_another_with_try_a
     assert "agent_id_taken" in str(refused.value)
 
 
-async def test_an_agent_id_is_free_at_another_router_once_it_left(agents, cluster):
-    first = await agents(0)
+async def test_an_agent_id_is_free_at_another_router_once_it_left(cluster_agents, cluster):
+    first = await cluster_agents(0)
     agent_id, credential = first.agent_id, first.credential
     first.close()
     await asyncio.sleep(0.2)
 
-    again = await agents(2, agent_id=agent_id, credential=credential)
+    again = await cluster_agents(2, agent_id=agent_id, credential=credential)
 
     assert again.agent_id == agent_id
 
 
-async def test_an_agent_id_s_credential_is_checked_at_every_router(agents, cluster):
-    owner = await agents(0)
+async def test_an_agent_id_s_credential_is_checked_at_every_router(cluster_agents, cluster):
+    owner = await cluster_agents(0)
     agent_id = owner.agent_id
     owner.close()
     await asyncio.sleep(0.2)

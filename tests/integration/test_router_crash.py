@@ -15,11 +15,9 @@ import sys
 import urllib.request
 
 from tests.conftest import ROOT, eventually, free_port
+from tests.streams import SENDERS, assert_every_message_applied_once, stream
 from webmcp_a2a.client.cpython import connect
-from webmcp_a2a.protocol import Hello, SendMessageArgs
-
-SENDERS = 4
-PER_SENDER = 250
+from webmcp_a2a.protocol import Hello
 
 
 def start_router(port: int, store: str) -> subprocess.Popen:
@@ -55,34 +53,15 @@ async def test_sigkill_in_mid_stream_loses_nothing_and_applies_nothing_twice(tmp
             for n in range(SENDERS)
         ]
 
-        async def stream(sender, n: int):
-            sends = []
-            for i in range(PER_SENDER):
-                sends.append(
-                    asyncio.create_task(
-                        sender.send_message(
-                            SendMessageArgs(
-                                target_agent_id="sink", message_type="data_share", payload={"key": f"{n}-{i}"}
-                            )
-                        )
-                    )
-                )
-                await asyncio.sleep(0.002)
-            return await asyncio.gather(*sends)
-
-        streams = asyncio.gather(*(stream(sender, n) for n, sender in enumerate(senders)))
+        streams = asyncio.gather(*(stream(sender, n, "sink") for n, sender in enumerate(senders)))
         await eventually(lambda: len(applied) >= 200, timeout=20, interval=0.001)
         os.kill(router.pid, signal.SIGKILL)
         router.wait()
         applied_before_kill = len(applied)
         await asyncio.sleep(0.3)
         router = start_router(port, store)
-        results = [result for per_sender in await asyncio.wait_for(streams, 90) for result in per_sender]
 
-        assert 200 <= applied_before_kill < SENDERS * PER_SENDER, "the kill did not land mid-stream"
-        assert all(result.delivered or result.stored for result in results)
-        await eventually(lambda: len(set(applied)) == SENDERS * PER_SENDER, timeout=30)
-        assert sorted(applied) == sorted(f"{n}-{i}" for n in range(SENDERS) for i in range(PER_SENDER))
+        await assert_every_message_applied_once(applied, applied_before_kill, streams)
         for agent in (recipient, *senders):
             agent.close()
     finally:

@@ -17,7 +17,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 from pydantic import BaseModel
@@ -91,15 +91,7 @@ class Locks:
     def _release(self, waiter: Waiter, name: str) -> None:
         lock = self._locks.get(name)
         if lock is None or lock.holder != waiter.agent_id:
-            holder = lock.holder if lock else None
-            self._reply(
-                waiter,
-                ErrorInfo(
-                    code="not_lock_holder",
-                    field="name",
-                    message=f"lock {name!r} is held by {holder or 'nobody'}, not by you",
-                ),
-            )
+            self._reply(waiter, not_lock_holder(name, lock.holder if lock else None))
             return
         self._hand_over(name, lock)
         self._reply(waiter, self._status(name, self._locks.get(name, _Lock()), "released"))
@@ -163,9 +155,7 @@ class _Barrier:
         return self.count is not None and len(self.arrivals) >= self.count
 
     def missing(self) -> str:
-        if self.expected is not None:
-            return "never came: " + ", ".join(sorted(self.expected - self.arrivals.keys()))
-        return f"{len(self.arrivals)} of {self.count} arrived ({', '.join(sorted(self.arrivals)) or 'none'})"
+        return barrier_missing(self.expected, self.count, self.arrivals)
 
 
 class Barriers:
@@ -181,25 +171,13 @@ class Barriers:
             barrier.timer = asyncio.get_running_loop().call_later(request.timeout_seconds, self._time_out, request.name)
             self._barriers[request.name] = barrier
         elif (barrier.expected, barrier.count) != (expected, request.count):
+            waits_for = barrier_rule_text(barrier.expected, barrier.count)
             self._reply(
-                waiter,
-                ErrorInfo(
-                    code="barrier_mismatch",
-                    field="name",
-                    message=f"barrier {request.name!r} is already waiting for "
-                    f"{_rule(barrier)}, not {_rule(_Barrier(expected, request.count, 0))}",
-                ),
+                waiter, barrier_rule_mismatch(request.name, waits_for, barrier_rule_text(expected, request.count))
             )
             return
         if barrier.expected is not None and waiter.agent_id not in barrier.expected:
-            self._reply(
-                waiter,
-                ErrorInfo(
-                    code="barrier_mismatch",
-                    field="expected_agents",
-                    message=f"you are not one of the agents barrier {request.name!r} expects",
-                ),
-            )
+            self._reply(waiter, not_expected_at_barrier(request.name))
             return
         barrier.arrivals[waiter.agent_id] = waiter
         if barrier.complete():
@@ -227,7 +205,38 @@ class Barriers:
             self._reply(waiter, outcome)
 
 
-def _rule(barrier: _Barrier) -> str:
-    if barrier.expected is not None:
-        return "agents " + ", ".join(sorted(barrier.expected))
-    return f"{barrier.count} agents"
+def not_lock_holder(name: str, holder: str | None) -> ErrorInfo:
+    return ErrorInfo(
+        code="not_lock_holder", field="name", message=f"lock {name!r} is held by {holder or 'nobody'}, not by you"
+    )
+
+
+def not_expected_at_barrier(name: str) -> ErrorInfo:
+    return ErrorInfo(
+        code="barrier_mismatch",
+        field="expected_agents",
+        message=f"you are not one of the agents barrier {name!r} expects",
+    )
+
+
+def barrier_rule_mismatch(name: str, waits_for: str, asked_for: str) -> ErrorInfo:
+    return ErrorInfo(
+        code="barrier_mismatch",
+        field="name",
+        message=f"barrier {name!r} is already waiting for {waits_for}, not {asked_for}",
+    )
+
+
+def barrier_rule_text(expected: frozenset[str] | None, count: int | None) -> str:
+    """What a barrier waits for, in words (for a barrier_mismatch error)."""
+    if expected is not None:
+        return "agents " + ", ".join(sorted(expected))
+    return f"{count} agents"
+
+
+def barrier_missing(expected: frozenset[str] | None, count: int | None, arrived: Iterable[str]) -> str:
+    """Who a barrier that gave up was still waiting for, in words (for a barrier_timeout error)."""
+    arrived = set(arrived)
+    if expected is not None:
+        return "never came: " + ", ".join(sorted(expected - arrived))
+    return f"{len(arrived)} of {count} arrived ({', '.join(sorted(arrived)) or 'none'})"

@@ -64,6 +64,7 @@ from ..protocol import (
     validation_error_info,
 )
 from .cluster import CLOSE_TRY_AGAIN, AgentIdElsewhere, Cluster, NodeLink
+from .cluster.coordination import ClusterBarriers, ClusterLocks
 from .connection import Peer
 from .coordination import Barriers, Locks, Waiter
 from .errors import RequestError
@@ -112,7 +113,7 @@ class Router:
         self.settings = settings or RouterSettings()
         settings = self.settings
         # One router keeps its memory in SQLite; a cluster of routers shares Redis (cluster/).
-        self.cluster = Cluster(self, settings) if settings.redis_url is not None else None
+        self.cluster = Cluster(self, settings, self._answer) if settings.redis_url is not None else None
         self.store: Store = (
             self.cluster.store
             if self.cluster is not None
@@ -134,8 +135,10 @@ class Router:
         self.outbound: OutboundSender | None = None  # sends to remote A2A agents, when served
         self.task_queue: TaskQueue | None = None  # answers a2a_tasks, when the A2A bridge is served
         self.subscriptions = SubscriptionTable()
-        self.locks = Locks(self._answer)
-        self.barriers = Barriers(self._answer)
+        self.locks: Locks | ClusterLocks = self.cluster.locks if self.cluster is not None else Locks(self._answer)
+        self.barriers: Barriers | ClusterBarriers = (
+            self.cluster.barriers if self.cluster is not None else Barriers(self._answer)
+        )
         self._pending: dict[str, PendingDelivery] = {}
         # Ack deadlines, oldest first, naming deliveries by id: a finished one is freed at once.
         self._deadlines: deque[tuple[float, str, int]] = deque()
@@ -411,6 +414,8 @@ class Router:
         if envelope.to_agent == BROADCAST:
             raise RequestError("invalid_frame", "use a broadcast frame to broadcast", "envelope.to_agent")
         target = self.registry.get(envelope.to_agent)
+        if target is None and self.cluster is not None:  # it may have joined at another router a moment ago
+            target = self.cluster.look_up(envelope.to_agent)
         if target is None and self.outbound is not None and self.outbound.handles(envelope.to_agent):
             self.outbound.send(Waiter(agent_id, conn, request.id), envelope, self._answer)
         elif target is None:

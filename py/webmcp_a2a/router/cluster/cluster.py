@@ -28,10 +28,12 @@ from ..store import StoreUnavailable
 from ..subscriptions import SubscriptionTable
 from . import scripts
 from .bus import Bus
+from .coordination import ClusterBarriers, ClusterLocks
 from .links import Links, NodeLink
 from .redis_store import Keys, RedisStore, subscription_of
 
 if TYPE_CHECKING:
+    from ..coordination import Reply
     from ..registry import AgentRecord
     from ..routing import Router
     from ..settings import RouterSettings
@@ -50,7 +52,7 @@ class AgentIdElsewhere(Exception):
 
 
 class Cluster:
-    def __init__(self, router: Router, settings: RouterSettings) -> None:
+    def __init__(self, router: Router, settings: RouterSettings, reply: Reply) -> None:
         assert settings.redis_url is not None
         self.router = router
         self.node = f"{settings.hub_name}-{os.getpid()}-{uuid.uuid4().hex[:6]}"
@@ -75,6 +77,9 @@ class Cluster:
         self.bus = Bus(settings.redis_url, [self.keys.events, self._own_channel], self._received, self._caught_up)
         self.links = Links(self.bus, self.node, self.channel_of, forget_after=3 * settings.ack_timeout)
         self._beating: asyncio.Task[None] | None = None
+        self._beat_failed = False
+        self.locks = ClusterLocks(self, reply)
+        self.barriers = ClusterBarriers(self, reply)
 
     def channel_of(self, node: str) -> str:
         return f"{self.keys.node_channel}{node}"
@@ -102,16 +107,19 @@ class Cluster:
             await asyncio.sleep(self.heartbeat_seconds)
             try:
                 self._beat()
+                self._beat_failed = False
             except StoreUnavailable as exc:
-                log.warning("cluster heartbeat: %s", exc)
+                if not self._beat_failed:  # once per outage
+                    log.warning("cluster heartbeat: %s", exc)
+                self._beat_failed = True
             self.links.forget_old()
 
     def _beat(self) -> None:
         """Renew this node's lease, and bury the nodes whose lease ran out."""
         dead: list[bytes] = self.store.call(lambda: self._heartbeat([self.keys.nodes], [self.node, self.lease_ms]))
         for node in (name.decode() for name in dead):
-            keys = [self.keys.nodes, f"{self.keys.node_agents}{node}", self.keys.online, self.keys.events]
-            buried = self.store.call(functools.partial(self._bury, keys, [node]))
+            keys = [self.keys.nodes, self.keys.online, self.keys.events]
+            buried = self.store.call(functools.partial(self._bury, keys, [node, self.keys.prefix]))
             if buried >= 0:
                 log.warning("router %s is gone (its lease ran out): %d agents offline", node, buried)
 
@@ -147,6 +155,26 @@ class Cluster:
         """Send an ack for another router's delivery back to it; False when no other router sent it."""
         return self.links.acknowledge(agent_id, ack.message_id, ack.accepted, ack.reason or "refused by recipient")
 
+    def look_up(self, agent_id: str) -> AgentRecord | None:
+        """Ask Redis about an agent this router has not heard of (yet): the events channel may lag a
+        hello at another router by a few milliseconds. None when the cluster never met it."""
+        with self.store.redis.pipeline() as pipe:
+            pipe.hget(self.keys.online, agent_id)
+            pipe.hget(self.keys.agents, agent_id)
+            try:
+                node, row = self.store.call(pipe.execute)
+            except StoreUnavailable:
+                return None
+        if row is None:
+            return None
+        known = json.loads(row)
+        hello = Hello.model_validate(known["hello"])
+        if node is not None and node.decode() != self.node:
+            self._came_online(hello, node.decode())
+        else:
+            self.router.registry.remember(hello, known["last_seen"])
+        return self.router.registry.get(agent_id)
+
     def _local_online(self) -> list[AgentRecord]:
         return [
             record
@@ -166,9 +194,15 @@ class Cluster:
             log.exception("cluster: cannot handle %r", data[:200])
 
     def _event(self, event: dict[str, Any]) -> None:
+        kind = event["e"]
+        if kind == "lock_free":  # these concern this router's waiters too, whoever caused them
+            self.locks.lock_free(event["name"])
+            return
+        if kind == "barrier":
+            self.barriers.ended(event)
+            return
         if event.get("node") == self.node:
             return  # this router did it
-        kind = event["e"]
         router, registry = self.router, self.router.registry
         if kind == "online":
             hello = Hello.model_validate(event["hello"])
