@@ -153,6 +153,16 @@ def pki(tmp_path_factory) -> PKI:
 
 
 @pytest.fixture(scope="session")
+def redis_url(tmp_path_factory) -> Iterator[str]:
+    """A redis-server of the session's own (tests/cluster.py); tests keep apart by key prefix."""
+    from tests.cluster import RedisServer  # it builds on this module
+
+    server = RedisServer(tmp_path_factory.mktemp("redis")).start()
+    yield server.url
+    server.stop()
+
+
+@pytest.fixture(scope="session")
 def router_server():
     """One router for every test that does not need special limits."""
     with running_router(ack_timeout=5.0) as server:

@@ -7,6 +7,7 @@ import itertools
 import pytest
 
 from tests.cluster import RedisServer, RouterProcess
+from webmcp_a2a.client.agent import TaskHandler
 from webmcp_a2a.client.cpython import connect
 from webmcp_a2a.protocol import Hello
 
@@ -35,9 +36,11 @@ async def cluster_agents(cluster):
     """Factory: ``await agents(router_index)`` gives an agent welcomed at that router; closed after the test."""
     opened = []
 
-    async def make(at: int, agent_type: str = "executor", **hello):
+    async def make(at: int, agent_type: str = "executor", on_task: TaskHandler | None = None, **hello):
         hello.setdefault("agent_id", unique(agent_type))
-        agent = await connect(cluster[at].ws_url, Hello(agent_type=agent_type, **hello), reconnect=False)
+        agent = await connect(
+            cluster[at].ws_url, Hello(agent_type=agent_type, **hello), reconnect=False, on_task=on_task
+        )
         opened.append(agent)
         return agent
 

@@ -1,4 +1,4 @@
-"""The A2A task store: the SDK's TaskStore contract on the router's SQLite file."""
+"""The A2A task stores: the SDK's TaskStore contract on the router's SQLite file, and on a cluster's Redis."""
 
 from __future__ import annotations
 
@@ -7,7 +7,9 @@ from a2a.types.a2a_pb2 import ListTasksRequest, Task, TaskState, TaskStatus
 from a2a.utils.errors import InvalidParamsError
 from a2a.utils.task import encode_page_token
 
-from webmcp_a2a.router.a2a.tasks import SqliteTaskStore, context_for
+from webmcp_a2a.router.a2a.tasks import MeshTaskStore, SqliteTaskStore, context_for
+from webmcp_a2a.router.cluster.redis_store import Keys, RedisStore
+from webmcp_a2a.router.cluster.tasks import RedisTaskStore
 
 ALICE, BOB = context_for("alice"), context_for("bob")
 
@@ -18,11 +20,16 @@ def task(task_id: str, seconds: int, state: TaskState = TaskState.TASK_STATE_WOR
     return made
 
 
-@pytest.fixture
-def store(tmp_path):
-    opened = SqliteTaskStore(str(tmp_path / "router.sqlite3"))
-    yield opened
-    opened.close()
+@pytest.fixture(params=["sqlite", "redis"])
+def store(request, tmp_path):
+    if request.param == "sqlite":
+        opened: MeshTaskStore = SqliteTaskStore(str(tmp_path / "router.sqlite3"))
+        yield opened
+        opened.close()
+        return
+    shared = RedisStore(request.getfixturevalue("redis_url"), "test", Keys(f"{tmp_path.name}:"))
+    yield RedisTaskStore(shared)
+    shared.close()
 
 
 async def test_a_saved_task_is_read_back_whole(store):

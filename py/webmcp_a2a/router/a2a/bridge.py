@@ -123,16 +123,21 @@ class Bridge:
         self._link = InProcessLink(self.router, self.agent)
         self.agent.connection_made(self._link)
         await self.agent.welcomed()
+        if self.router.cluster is not None:  # answers that reach another router's bridge come here
+            self.router.cluster.task_answers = self._from_another_router
 
     def stop(self) -> None:
         self.agent.close()
 
     def expect(self, task_id: str) -> asyncio.Queue[A2AReply]:
         """The answers to ``task_id``, as they arrive (until :meth:`forget`)."""
+        if self.router.cluster is not None:
+            self.router.cluster.await_answers(task_id)
         return self._waiting.setdefault(task_id, asyncio.Queue())
 
     def forget(self, task_id: str) -> None:
-        self._waiting.pop(task_id, None)
+        if self._waiting.pop(task_id, None) is not None and self.router.cluster is not None:
+            self.router.cluster.stop_awaiting(task_id)
 
     def _received(self, message: ReceivedMessage) -> None:
         payload = message.payload.get(A2A_REPLY_KEY)
@@ -144,20 +149,30 @@ class Bridge:
         except ValueError as exc:
             log.warning("an agent's A2A reply does not validate: %s", exc)
             return
-        if not self._hand_over(reply):
+        if not self._hand_over(message.from_agent, reply):
             self._late.spawn(self._apply_late(message.from_agent, reply))
 
     async def take(self, agent_id: str, reply: A2AReply) -> None:
-        """``agent_id``'s answer: to the request that waits for it, else (the router restarted since the
-        request) written to the stored task."""
-        if not self._hand_over(reply):
+        """``agent_id``'s answer: to the request that waits for it (here, or at the cluster's router that
+        took the request), else (the router restarted since the request) written to the stored task."""
+        if not self._hand_over(agent_id, reply):
             await self._apply_late(agent_id, reply)
 
-    def _hand_over(self, reply: A2AReply) -> bool:
+    def _hand_over(self, agent_id: str, reply: A2AReply) -> bool:
         queue = self._waiting.get(reply.task_id)
         if queue is not None:
             queue.put_nowait(reply)
-        return queue is not None
+            return True
+        cluster = self.router.cluster
+        return cluster is not None and cluster.pass_answer(agent_id, reply.task_id, reply.model_dump_json())
+
+    def _from_another_router(self, agent_id: str, text: str) -> None:
+        reply = A2AReply.model_validate_json(text)
+        queue = self._waiting.get(reply.task_id)
+        if queue is not None:
+            queue.put_nowait(reply)
+        else:  # it stopped waiting in the meantime
+            self._late.spawn(self._apply_late(agent_id, reply))
 
     async def _apply_late(self, agent_id: str, reply: A2AReply) -> None:
         if not await self.tasks.apply(agent_id, reply, _parts(reply)):

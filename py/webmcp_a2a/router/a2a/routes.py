@@ -28,13 +28,14 @@ from starlette.routing import BaseRoute, Route
 from starlette.types import Message
 
 from ...protocol import RESERVED_AGENT_IDS, json_too_deep
+from ..cluster.tasks import RedisTaskStore
 from ..http_security import bearer_refusal
 from ..registry import AgentRecord
 from ..routing import Router
 from .bridge import Bridge, MeshExecutor
 from .cards import agent_card, hub_card, with_presence
 from .directory import DirectoryExecutor
-from .tasks import AgentContextBuilder, TaskStores
+from .tasks import AgentContextBuilder, SqliteTaskStore, TaskStores
 
 CARD_CACHE = "no-cache"  # cards change as agents come and go: revalidate (ETag) every time
 
@@ -44,7 +45,9 @@ class A2AService:
 
     def __init__(self, router: Router) -> None:
         self.router = router
-        self.tasks = TaskStores(router.settings.store_path)
+        cluster = router.cluster
+        store = RedisTaskStore(cluster.store) if cluster is not None else SqliteTaskStore(router.settings.store_path)
+        self.tasks = TaskStores(store)
         self.bridge = Bridge(router, self.tasks)
         self._dispatchers: dict[str, JsonRpcDispatcher] = {}
         self._hub: JsonRpcDispatcher | None = None

@@ -20,6 +20,7 @@ request and the answer) is applied here, to the stored task: :meth:`TaskStores.a
 from __future__ import annotations
 
 import sqlite3
+from abc import abstractmethod
 from typing import Any, cast
 
 from a2a.helpers.proto_helpers import new_artifact, new_message
@@ -102,12 +103,26 @@ def outbound_context_for(agent_id: str) -> ServerCallContext:
     return ServerCallContext(state={AGENT_KEY: f"out:{agent_id}"})
 
 
-def _owner(context: ServerCallContext) -> str:
+def owner_of(context: ServerCallContext) -> str:
     owner: str = context.state[AGENT_KEY]
     return owner
 
 
-class SqliteTaskStore(TaskStore):
+class MeshTaskStore(TaskStore):
+    """The SDK's ``TaskStore``, and where each outbound task runs (a registry id or a URL)."""
+
+    @abstractmethod
+    def note_remote(self, task_id: str, remote: str, context: ServerCallContext) -> None:
+        """Remember where an outbound task runs (to cancel it there)."""
+
+    @abstractmethod
+    def remote_of(self, task_id: str, context: ServerCallContext) -> str | None: ...
+
+    @abstractmethod
+    def close(self) -> None: ...
+
+
+class SqliteTaskStore(MeshTaskStore):
     """The SDK's ``TaskStore`` on one SQLite table, each task owned by the agent it was sent to."""
 
     def __init__(self, path: str) -> None:
@@ -121,36 +136,45 @@ class SqliteTaskStore(TaskStore):
         self._db.close()
 
     async def save(self, task: Task, context: ServerCallContext) -> None:
-        timed, updated_ns, _ = _sort_key(task)
+        timed, updated_ns, _ = sort_key(task)
         self._db.execute(
             "INSERT OR REPLACE INTO a2a_tasks VALUES (?, ?, ?, ?, ?, ?, ?)",
-            (_owner(context), task.id, task.context_id, task.status.state, timed, updated_ns, task.SerializeToString()),
+            (
+                owner_of(context),
+                task.id,
+                task.context_id,
+                task.status.state,
+                timed,
+                updated_ns,
+                task.SerializeToString(),
+            ),
         )
 
     async def get(self, task_id: str, context: ServerCallContext) -> Task | None:
         row = self._db.execute(
-            "SELECT task FROM a2a_tasks WHERE owner = ? AND task_id = ?", (_owner(context), task_id)
+            "SELECT task FROM a2a_tasks WHERE owner = ? AND task_id = ?", (owner_of(context), task_id)
         ).fetchone()
         return None if row is None else Task.FromString(row[0])
 
     def note_remote(self, task_id: str, remote: str, context: ServerCallContext) -> None:
-        """Remember where an outbound task runs (to cancel it there)."""
-        self._db.execute("INSERT OR IGNORE INTO a2a_remote_tasks VALUES (?, ?, ?)", (_owner(context), task_id, remote))
+        self._db.execute(
+            "INSERT OR IGNORE INTO a2a_remote_tasks VALUES (?, ?, ?)", (owner_of(context), task_id, remote)
+        )
 
     def remote_of(self, task_id: str, context: ServerCallContext) -> str | None:
         row = self._db.execute(
-            "SELECT remote FROM a2a_remote_tasks WHERE owner = ? AND task_id = ?", (_owner(context), task_id)
+            "SELECT remote FROM a2a_remote_tasks WHERE owner = ? AND task_id = ?", (owner_of(context), task_id)
         ).fetchone()
         return None if row is None else str(row[0])
 
     async def delete(self, task_id: str, context: ServerCallContext) -> None:
-        self._db.execute("DELETE FROM a2a_tasks WHERE owner = ? AND task_id = ?", (_owner(context), task_id))
+        self._db.execute("DELETE FROM a2a_tasks WHERE owner = ? AND task_id = ?", (owner_of(context), task_id))
 
     async def list(self, params: ListTasksRequest, context: ServerCallContext) -> ListTasksResponse:
         """Newest status first (then by id), filtered by context, state and update time; a page
         token is the SDK's cursor (the last task of the previous page) or a legacy task id."""
         where = ["owner = ?"]
-        args: list[Any] = [_owner(context)]
+        args: list[Any] = [owner_of(context)]
         if params.context_id:
             where.append("context_id = ?")
             args.append(params.context_id)
@@ -177,7 +201,7 @@ class SqliteTaskStore(TaskStore):
             tasks=tasks,
             total_size=total,
             page_size=page_size,
-            next_page_token=encode_list_tasks_cursor(_cursor(tasks[-1])) if more else None,
+            next_page_token=encode_list_tasks_cursor(cursor_of(tasks[-1])) if more else None,
         )
 
     def _page_start(self, token: str, context: ServerCallContext) -> tuple[Any, ...]:
@@ -186,28 +210,29 @@ class SqliteTaskStore(TaskStore):
             return cursor.sort_key()
         row = self._db.execute(  # a legacy token names the first task of the page: start just above it
             "SELECT timed, updated_ns, task_id || char(0) FROM a2a_tasks WHERE owner = ? AND task_id = ?",
-            (_owner(context), decode_page_token(token)),
+            (owner_of(context), decode_page_token(token)),
         ).fetchone()
         if row is None:
             raise InvalidParamsError(f"Invalid page token: {token}")
         return tuple(row)
 
 
-def _sort_key(task: Task) -> tuple[int, int, str]:
+def sort_key(task: Task) -> tuple[int, int, str]:
+    """Where ``task`` lists: by (has a status time, that time, id), descending (the SDK's order)."""
     timed = task.HasField("status") and task.status.HasField("timestamp")
     return int(timed), task.status.timestamp.ToNanoseconds() if timed else 0, task.id
 
 
-def _cursor(task: Task) -> ListTasksCursor:
-    timed, updated_ns, task_id = _sort_key(task)
+def cursor_of(task: Task) -> ListTasksCursor:
+    timed, updated_ns, task_id = sort_key(task)
     return ListTasksCursor(timestamp_ns=updated_ns if timed else None, task_id=task_id)
 
 
 class TaskStores:
     """The A2A task store, and late answers applied to it."""
 
-    def __init__(self, store_path: str) -> None:
-        self.store = SqliteTaskStore(store_path)
+    def __init__(self, store: MeshTaskStore) -> None:
+        self.store = store
 
     async def apply(self, agent_id: str, reply: A2AReply, parts: list[Part]) -> bool:
         """Apply a late answer to the stored task; False when the agent has no such open task."""

@@ -21,6 +21,7 @@ import json
 import logging
 import os
 import uuid
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from ...protocol import Ack, Hello
@@ -31,6 +32,7 @@ from .bus import Bus
 from .coordination import ClusterBarriers, ClusterLocks
 from .links import Links, NodeLink
 from .redis_store import Keys, RedisStore, subscription_of
+from .tasks import WAITING
 
 if TYPE_CHECKING:
     from ..coordination import Reply
@@ -78,6 +80,8 @@ class Cluster:
         self.links = Links(self.bus, self.node, self.channel_of, forget_after=3 * settings.ack_timeout)
         self._beating: asyncio.Task[None] | None = None
         self._beat_failed = False
+        # The A2A bridge's hand for answers to tasks it waits for that reached another router's bridge.
+        self.task_answers: Callable[[str, str], None] | None = None
         self.locks = ClusterLocks(self, reply)
         self.barriers = ClusterBarriers(self, reply)
 
@@ -175,6 +179,30 @@ class Cluster:
             self.router.registry.remember(hello, known["last_seen"])
         return self.router.registry.get(agent_id)
 
+    # --- A2A tasks: answered at one router, awaited at another ---------------------------------
+
+    def await_answers(self, task_id: str) -> None:
+        """This router's bridge waits for ``task_id``'s answers: other routers pass them here."""
+        with contextlib.suppress(StoreUnavailable):  # then only answers that reach this router count
+            self.store.call(lambda: self.store.redis.hset(self.keys.prefix + WAITING, task_id, self.node))
+
+    def stop_awaiting(self, task_id: str) -> None:
+        with contextlib.suppress(StoreUnavailable):
+            self.store.call(lambda: self.store.redis.hdel(self.keys.prefix + WAITING, task_id))
+
+    def pass_answer(self, agent_id: str, task_id: str, reply: str) -> bool:
+        """Pass an answer to the router whose bridge waits for its task; False when no live one does."""
+        try:
+            waiting: bytes | None = self.store.call(lambda: self.store.redis.hget(self.keys.prefix + WAITING, task_id))
+            if waiting is None or waiting.decode() == self.node:
+                return False
+            node = waiting.decode()
+            if self.store.call(lambda: self.store.redis.zscore(self.keys.nodes, node)) is None:
+                return False  # buried: the answer goes to the stored task
+        except StoreUnavailable:
+            return False
+        return self.bus.publish(self.channel_of(node), f"T {agent_id}\n{reply}".encode())
+
     def _local_online(self) -> list[AgentRecord]:
         return [
             record
@@ -263,6 +291,8 @@ class Cluster:
         elif kind == "X":
             serial, reason = header[2:].split(" ", 1)
             self.links.dropped(int(serial), reason)
+        elif kind == "T" and self.task_answers is not None:
+            self.task_answers(fields[0], frame)
 
     def _deliver(
         self, origin: str, priority: int, expires_at: float | None, message_id: str, targets: str, frame: str

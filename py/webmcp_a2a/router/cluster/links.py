@@ -10,6 +10,8 @@ The wire (one pub/sub message on the receiving router's channel; a header line, 
         deliver FRAME to each AGENT; SERIAL 0 wants no answer ("-" for no expiry or message id)
     A SERIAL AGENT MESSAGE_ID 1|0 REASON      AGENT acknowledged (1) or refused (0) the message
     X SERIAL REASON                           the frame was not delivered (expired, evicted, ...)
+    T AGENT\nREPLY                            AGENT's answer (A2AReply JSON) to a task whose A2A
+                                              request this router's bridge is serving (cluster.py)
 
 Agent ids, message ids and router names have no spaces, colons or newlines (protocol.py), so
 the header needs no escaping, and a broadcast's frame crosses once per router, not once per agent.
