@@ -362,12 +362,18 @@ class Server:
         self.stop()
 
 
-def project_server() -> Server:
-    """The product as shipped: ``serve.py`` (router + page + assets on one uvicorn)."""
+def project_server(*flags: str, name: str = "router") -> Server:
+    """The product as shipped: ``serve.py`` (router + page + assets on one uvicorn), with ``flags``."""
     # The load generator opens up to 10,000 agents from one loopback address.
     argv = [PYTHON, str(ROOT / "serve.py"), "--port", "{port}", "--log-level", "warning"]
     limits = ["--max-connections-per-address", "100000", "--max-new-agents-per-address", "100000"]
-    return Server("router", [*argv, *limits])
+    return Server(name, [*argv, *limits, *flags])
+
+
+def redis_server() -> Server:
+    """Debian's redis-server as a cluster runs it (append-only file, fsync every second), in the scratch directory."""
+    argv = ["redis-server", "--port", "{port}", "--bind", "127.0.0.1", "--save", "", "--appendonly", "yes"]
+    return Server("redis", argv)
 
 
 def baseline_server() -> Server:

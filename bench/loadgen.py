@@ -23,7 +23,7 @@ import asyncio
 import json
 import random
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from urllib.parse import urlsplit
 
@@ -271,10 +271,26 @@ class Phase:
 class Load:
     """``n`` simulated agents connected to one server through one dialect."""
 
-    def __init__(self, dialect, n: int, server_pid: int, *, deflate: bool = True, prefix: str = "c") -> None:
-        self.dialect, self.n, self.server_pid, self.deflate = dialect, n, server_pid, deflate
+    def __init__(
+        self,
+        dialect,
+        n: int,
+        server_pid: int | Sequence[int],
+        *,
+        deflate: bool = True,
+        prefix: str = "c",
+        target_of: Callable[[int, random.Random], int] | None = None,
+    ) -> None:
+        """``server_pid``: the server's process, or all of them (a cluster: routers and Redis), whose CPU
+        a message costs. ``target_of(i, rng)``: the index of agent i's next recipient (default: any other)."""
+        self.dialect, self.n, self.deflate = dialect, n, deflate
+        self.server_pids = [server_pid] if isinstance(server_pid, int) else list(server_pid)
         self.agents = [SimAgent(f"{prefix}{i}") for i in range(n)]
         self.counters = Counters()
+        self.target_of = target_of
+
+    def server_cpu_seconds(self) -> float:
+        return sum(cpu_seconds(pid) for pid in self.server_pids)
 
     async def connect(self, batch: int = 100) -> float:
         """Connect (and register) every agent, ``batch`` at a time; returns the seconds it took."""
@@ -327,7 +343,9 @@ class Load:
             agent, rng = self.agents[index], random.Random(index)
             while not stop:
                 target = None
-                if not broadcast:
+                if not broadcast and self.target_of is not None:
+                    target = names[self.target_of(index, rng)]
+                elif not broadcast:
                     target = names[rng.randrange(self.n - 1)]
                     if target == agent.name:
                         target = names[-1]
@@ -341,14 +359,14 @@ class Load:
             t0, d0, c0, m0 = (
                 time.perf_counter(),
                 self.counters.deliveries,
-                cpu_seconds(self.server_pid),
+                self.server_cpu_seconds(),
                 self_cpu_seconds(),
             )
             await asyncio.sleep(window)
             t1, d1, c1, m1 = (
                 time.perf_counter(),
                 self.counters.deliveries,
-                cpu_seconds(self.server_pid),
+                self.server_cpu_seconds(),
                 self_cpu_seconds(),
             )
         finally:

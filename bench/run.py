@@ -30,6 +30,7 @@ BENCHMARKS = {
     "memory": "4. router memory per agent at 1,000 agents vs the relay; page memory vs the bare page",
     "a2a_roundtrip": "6. A2A SendMessage via the router to the echo agent vs an a2a-sdk server answering in-process",
     "mesh_view": "the mesh view's frame rate, 200 agents and 100 msgs/s vs the same view idle",
+    "cluster": "1, 2 and 3 routers on one Redis (cross-router msgs/s, latency, CPU per message) vs one router",
 }
 
 
