@@ -14,6 +14,7 @@ from tests.browser.conftest import Mesh, new_mesh
 from tests.browser.test_mesh_tools import structured
 from tests.browser.test_page_agents import inbox_until, send
 from tests.cluster import RedisServer, RouterProcess
+from tests.conftest import free_port
 
 
 @pytest.fixture(scope="module")
@@ -84,3 +85,28 @@ def test_a_page_discovers_the_page_at_the_other_router(meshes, pages):
     agents = structured(meshes[0].call(pages[0], "a2a_discover", {"agent_type": "monitor"}))["agents"]
 
     assert pages[1].agent_id in {agent["agent_id"] for agent in agents}
+
+
+def test_a_page_whose_router_is_killed_rejoins_the_mesh_at_the_next_router_of_its_list(
+    chromium, mode, tmp_path_factory
+):
+    redis_server = RedisServer(tmp_path_factory.mktemp("redis-failover")).start()
+    first_port, second_port = free_port(), free_port()
+    # The second router lets the first's pages in (their origin is the first router's).
+    first = RouterProcess(redis_server.url, port=first_port)
+    second = RouterProcess(redis_server.url, "--allow-origin", first.http_url, port=second_port)
+    try:
+        with new_mesh(chromium, mode, first.http_url) as mesh:
+            page = mesh.open_agent("nomad", "executor", router=f"{first.ws_url},{second.ws_url}")
+            first.kill()
+            status = structured(mesh.call(page, "a2a_status", {}))
+            deadline = time.monotonic() + 20
+            while status["state"] != "connected" or status["router_url"] != second.ws_url:
+                assert time.monotonic() < deadline, status
+                time.sleep(0.2)
+                status = structured(mesh.call(page, "a2a_status", {}))
+            assert mesh.foreign_requests == []
+    finally:
+        first.kill()
+        second.stop()
+        redis_server.stop()

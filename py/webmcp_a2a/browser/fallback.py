@@ -96,6 +96,9 @@ class RouterLink:
     ) -> None:
         self.agent = agent
         self.router_url = router_url
+        # "URL,URL,...": the routers of a cluster, tried in turn, the next one after each close.
+        self._router_urls = [url.strip() for url in router_url.split(",") if url.strip()] or [router_url]
+        self._router_turn = 0
         self.uplink = uplink
         self.open_timeout = open_timeout
         self.current: Transport | None = None  # the transport the agent is attached to
@@ -129,6 +132,11 @@ class RouterLink:
     def name(self) -> str | None:
         """``websocket``, ``postmessage``, or None while not connected."""
         return self.current.name if self.current is not None else None
+
+    @property
+    def router_in_turn(self) -> str:
+        """The router the WebSocket is on (or tries next)."""
+        return self._router_urls[self._router_turn % len(self._router_urls)]
 
     @property
     def fallback(self) -> bool:
@@ -172,7 +180,7 @@ class RouterLink:
         self._websocket = endpoint
         try:
             endpoint.handle = self._open_websocket(
-                self.router_url, endpoint, lambda reason: self._websocket_closed(endpoint, reason)
+                self.router_in_turn, endpoint, lambda reason: self._websocket_closed(endpoint, reason)
             )
         except Exception as exc:  # e.g. a URL the browser will not even try
             self._websocket_closed(endpoint, f"could not open: {exc}")
@@ -235,6 +243,7 @@ class RouterLink:
         if endpoint is not self._websocket:
             return
         self._websocket = None
+        self._router_turn += 1
         self._cancel("open_timeout")
         if endpoint.transport is not None and self.current is endpoint.transport:
             self._detach(reason)

@@ -167,7 +167,7 @@ class PageAgent:
             agent_type=self.agent.agent_type,
             where=self.config.where,
             state="refused" if link.refused else self.agent.state,
-            router_url=self.config.router_url,
+            router_url=link.router_in_turn,
             **link.status(),
         )
 

@@ -41,7 +41,7 @@ class Bus:
         self._outgoing: deque[tuple[str, bytes, Failed | None]] = deque()
         self._ready = asyncio.Event()
         self._tasks: list[asyncio.Task[None]] = []
-        self.up = False  # subscribed, and the last publish went through
+        self.up = False  # subscribed: Redis is there (a failed publish fails its frames; the listener decides this)
 
     def start(self) -> None:
         self._tasks = [asyncio.create_task(self._listen()), asyncio.create_task(self._write())]
@@ -73,9 +73,8 @@ class Bus:
                     for channel, data, _ in batch:
                         pipe.publish(channel, data)
                     await pipe.execute()
-            except (ConnectionError, TimeoutError, OSError) as exc:
+            except Exception as exc:  # Redis went away (or worse): these frames are lost, their senders told
                 log.warning("cluster bus: %d frames not published (%s)", len(batch), exc)
-                self.up = False
                 for _, _, on_fail in batch:
                     if on_fail is not None:
                         on_fail()
@@ -96,6 +95,9 @@ class Bus:
             except (ConnectionError, TimeoutError, OSError) as exc:
                 if self.up:
                     log.warning("cluster bus: Redis unreachable (%s); retrying", exc)
+                self.up = False
+            except Exception:  # a bug must not leave the router deaf for good
+                log.exception("cluster bus: listening failed; starting again")
                 self.up = False
             finally:
                 with contextlib.suppress(Exception):

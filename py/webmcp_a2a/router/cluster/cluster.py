@@ -80,6 +80,7 @@ class Cluster:
         self.links = Links(self.bus, self.node, self.channel_of, forget_after=3 * settings.ack_timeout)
         self._beating: asyncio.Task[None] | None = None
         self._beat_failed = False
+        self._behind = True  # until the mesh has been read from Redis (again)
         # The A2A bridge's hand for answers to tasks it waits for that reached another router's bridge.
         self.task_answers: Callable[[str, str], None] | None = None
         self.locks = ClusterLocks(self, reply)
@@ -110,7 +111,8 @@ class Cluster:
         while True:
             await asyncio.sleep(self.heartbeat_seconds)
             try:
-                self._beat()
+                if self._beat() or self._behind:
+                    self._catch_up()
                 self._beat_failed = False
             except StoreUnavailable as exc:
                 if not self._beat_failed:  # once per outage
@@ -118,14 +120,16 @@ class Cluster:
                 self._beat_failed = True
             self.links.forget_old()
 
-    def _beat(self) -> None:
-        """Renew this node's lease, and bury the nodes whose lease ran out."""
-        dead: list[bytes] = self.store.call(lambda: self._heartbeat([self.keys.nodes], [self.node, self.lease_ms]))
+    def _beat(self) -> bool:
+        """Renew this node's lease, and bury the nodes whose lease ran out. True when this node's own
+        lease had run out (Redis was away or slow): the others may have buried it, it must catch up."""
+        lapsed, *dead = self.store.call(lambda: self._heartbeat([self.keys.nodes], [self.node, self.lease_ms]))
         for node in (name.decode() for name in dead):
             keys = [self.keys.nodes, self.keys.online, self.keys.events]
             buried = self.store.call(functools.partial(self._bury, keys, [node, self.keys.prefix]))
             if buried >= 0:
                 log.warning("router %s is gone (its lease ran out): %d agents offline", node, buried)
+        return bool(lapsed)
 
     # --- presence of this router's agents --------------------------------------------------
 
@@ -312,21 +316,28 @@ class Cluster:
     # --- catching up (first connection, and after Redis was away) ----------------------------
 
     async def _caught_up(self) -> None:
-        """Read the mesh from Redis afresh: what this router missed while it could not listen."""
+        """The bus (re)connected: read the mesh from Redis afresh (what this router missed while it
+        could not listen); if Redis cannot be read yet, the heartbeat tries again until it can."""
+        self._behind = True
         try:
             self._beat()
-            for record in self._local_online():  # this router's agents: still this router's?
-                try:
-                    self.claim(record.hello)
-                except AgentIdElsewhere:
-                    assert record.connection is not None
-                    record.connection.close(CLOSE_TRY_AGAIN, "agent id online at another router")
-            self._read_presence()
-            self._read_subscriptions()
-            for record in self._local_online():  # mail kept for them meanwhile
-                self.router.deliver_stored(record)
+            self._catch_up()
         except StoreUnavailable as exc:
             log.warning("cluster: cannot catch up yet (%s)", exc)
+
+    def _catch_up(self) -> None:
+        self._behind = True
+        for record in self._local_online():  # this router's agents: still this router's?
+            try:
+                self.claim(record.hello)
+            except AgentIdElsewhere:
+                assert record.connection is not None
+                record.connection.close(CLOSE_TRY_AGAIN, "agent id online at another router")
+        self._read_presence()
+        self._read_subscriptions()
+        for record in self._local_online():  # mail kept for them meanwhile
+            self.router.deliver_stored(record)
+        self._behind = False
 
     def _read_presence(self) -> None:
         redis, keys = self.store.redis, self.keys

@@ -42,9 +42,14 @@ local now = tonumber(clock[1]) * 1000 + math.floor(tonumber(clock[2]) / 1000)
 HEARTBEAT = (
     _NOW
     + """
--- KEYS: nodes. ARGV: node, lease ms. Extends this node's lease; returns the nodes whose lease ended.
+-- KEYS: nodes. ARGV: node, lease ms. Extends this node's lease; returns {1 if this node's lease had
+-- run out (or it was buried) else 0, the nodes whose lease ended...}.
+local lease = redis.call('ZSCORE', KEYS[1], ARGV[1])
+local lapsed = (not lease or tonumber(lease) <= now) and 1 or 0
 redis.call('ZADD', KEYS[1], now + tonumber(ARGV[2]), ARGV[1])
-return redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now)
+local dead = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now)
+table.insert(dead, 1, lapsed)
+return dead
 """
 )
 
