@@ -30,7 +30,7 @@ from ..subscriptions import SubscriptionTable
 from . import scripts
 from .bus import Bus
 from .coordination import ClusterBarriers, ClusterLocks
-from .links import Links, NodeLink
+from .links import RS, Links, NodeLink
 from .redis_store import Keys, RedisStore, subscription_of
 from .tasks import WAITING
 
@@ -205,7 +205,10 @@ class Cluster:
                 return False  # buried: the answer goes to the stored task
         except StoreUnavailable:
             return False
-        return self.bus.publish(self.channel_of(node), f"T {agent_id}\n{reply}".encode())
+        if not self.bus.up:
+            return False
+        self.links.record(node, f"T {agent_id}\n{reply}")
+        return True
 
     def _local_online(self) -> list[AgentRecord]:
         return [
@@ -217,13 +220,15 @@ class Cluster:
     # --- what the other routers say --------------------------------------------------------------
 
     def _received(self, channel: str, data: bytes) -> None:
-        try:
-            if channel == self.keys.events:
-                self._event(json.loads(data))
-            else:
-                self._frame(data.decode())
-        except Exception:  # one bad message must not stop the bus
-            log.exception("cluster: cannot handle %r", data[:200])
+        records = [data] if channel == self.keys.events else data.decode().split(RS)
+        for record in records:
+            try:
+                if isinstance(record, bytes):
+                    self._event(json.loads(record))
+                else:
+                    self._frame(record)
+            except Exception:  # one bad record must not stop the bus, nor the records after it
+                log.exception("cluster: cannot handle %r", record[:200])
 
     def _event(self, event: dict[str, Any]) -> None:
         kind = event["e"]

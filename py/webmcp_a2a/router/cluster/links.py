@@ -1,20 +1,24 @@
-"""Frames for agents on another router: a link per remote agent, and the way back for their acks.
+r"""Frames for agents on another router: a link per remote agent, and the way back for their acks.
 
 A remote agent is in every router's registry with a :class:`NodeLink` for its connection: a
 :class:`~..connection.Peer` whose ``offer`` publishes the frame on its router's channel. So the
 router's routing (direct, broadcast, topics, events) needs no second path for remote agents.
 
-The wire (one pub/sub message on the receiving router's channel; a header line, then a frame)::
+The wire: what this router has for another in one turn of its event loop goes as *one* pub/sub
+message on that router's channel - records separated by ``RS`` (``\x1e``), each a header line and
+for some a body::
 
-    D ORIGIN PRIORITY EXPIRES MESSAGE_ID AGENT:SERIAL[ AGENT:SERIAL...]\\nFRAME
+    D ORIGIN PRIORITY EXPIRES MESSAGE_ID AGENT:SERIAL[ AGENT:SERIAL...]\nFRAME
         deliver FRAME to each AGENT; SERIAL 0 wants no answer ("-" for no expiry or message id)
     A SERIAL AGENT MESSAGE_ID 1|0 REASON      AGENT acknowledged (1) or refused (0) the message
     X SERIAL REASON                           the frame was not delivered (expired, evicted, ...)
     T AGENT\nREPLY                            AGENT's answer (A2AReply JSON) to a task whose A2A
                                               request this router's bridge is serving (cluster.py)
 
-Agent ids, message ids and router names have no spaces, colons or newlines (protocol.py), so
-the header needs no escaping, and a broadcast's frame crosses once per router, not once per agent.
+Agent ids, message ids and router names have no spaces, colons or control characters
+(protocol.py), and JSON text has no raw control characters, so nothing needs escaping. A burst of
+messages costs one Redis round trip per router and turn, and a broadcast's frame crosses once per
+router, not once per agent.
 """
 
 from __future__ import annotations
@@ -29,6 +33,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from ..connection import CONTROL_PRIORITY, DropCallback
+
+RS = "\x1e"  # between two records of one pub/sub message
 
 if TYPE_CHECKING:
     from ..limits import RateLimit
@@ -54,6 +60,8 @@ class Links:
         self.forget_after = forget_after  # seconds: an answer later than this finds nobody waiting
         self._serials = itertools.count(1)
         self._batches: dict[tuple[str, str, int, float | None, str | None], list[tuple[str, int]]] = {}
+        self._records: dict[str, list[str]] = {}  # router -> its records of this turn (answers, task replies)
+        self._flushing = False  # a flush is due at the end of this turn
         self._waiting: OrderedDict[int, _Waiting] = OrderedDict()
         # (agent, message id) -> (origin router, serial): where this router sends the agent's ack.
         self._forwarded: OrderedDict[tuple[str, str], tuple[str, int, float]] = OrderedDict()
@@ -88,20 +96,34 @@ class Links:
         targets = self._batches.get(key)
         if targets is None:
             targets = self._batches[key] = []
-            if len(self._batches) == 1:
-                asyncio.get_running_loop().call_soon(self._flush)
+            self._flush_soon()
         targets.append((agent_id, serial))
         return True
 
+    def record(self, node: str, record: str) -> None:
+        """Queue a record (an answer, a task reply) for ``node``, to go with this turn's frames."""
+        self._records.setdefault(node, []).append(record)
+        self._flush_soon()
+
+    def _flush_soon(self) -> None:
+        if not self._flushing:
+            self._flushing = True
+            asyncio.get_running_loop().call_soon(self._flush)
+
     def _flush(self) -> None:
+        self._flushing = False
         batches, self._batches = self._batches, {}
+        records, self._records = self._records, {}
+        serials: dict[str, list[int]] = {}
         for (node, text, priority, expires_at, message_id), targets in batches.items():
             expires = "-" if expires_at is None else repr(expires_at)
             to = " ".join(f"{agent_id}:{serial}" for agent_id, serial in targets)
-            serials = [serial for _, serial in targets if serial]
-            failed = functools.partial(self._undelivered, serials, "the cluster's Redis is unreachable")
-            data = f"D {self.node} {priority} {expires} {message_id or '-'} {to}\n{text}".encode()
-            if not self.bus.publish(self.channel_of(node), data, failed if serials else None):
+            records.setdefault(node, []).append(f"D {self.node} {priority} {expires} {message_id or '-'} {to}\n{text}")
+            serials.setdefault(node, []).extend(serial for _, serial in targets if serial)
+        for node, lines in records.items():
+            waiting = serials.get(node)
+            failed = functools.partial(self._undelivered, waiting or [], "the cluster's Redis is unreachable")
+            if not self.bus.publish(self.channel_of(node), RS.join(lines).encode(), failed if waiting else None):
                 failed()
 
     def _undelivered(self, serials: list[int], reason: str) -> None:
@@ -125,7 +147,7 @@ class Links:
 
     def tell_dropped(self, origin: str, agent_id: str, message_id: str, serial: int, reason: str) -> None:
         self._forwarded.pop((agent_id, message_id), None)
-        self.bus.publish(self.channel_of(origin), f"X {serial} {reason}".encode())
+        self.record(origin, f"X {serial} {reason}")
 
     def acknowledge(self, agent_id: str, message_id: str, accepted: bool, reason: str) -> bool:
         """Send ``agent_id``'s ack back to the router whose delivery it answers; False if none did."""
@@ -133,9 +155,7 @@ class Links:
         if forwarded is None:
             return False
         origin, serial, _ = forwarded
-        self.bus.publish(
-            self.channel_of(origin), f"A {serial} {agent_id} {message_id} {int(accepted)} {reason}".encode()
-        )
+        self.record(origin, f"A {serial} {agent_id} {message_id} {int(accepted)} {reason}")
         return True
 
     def forget_old(self) -> None:
