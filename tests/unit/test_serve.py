@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 from webmcp_a2a.cli import serve
+from webmcp_a2a.router.cluster.redis_store import Keys, RedisStore
 
 
 def test_every_limit_flag_sets_its_setting():
@@ -35,3 +36,32 @@ def test_join_tokens_and_provisioned_agents_come_from_flags_and_files(tmp_path):
     assert settings.join_tokens == ["flag-token", "from-file-token"]
     assert settings.provisioned_agents == {"ops-bot": "a-long-enough-secret-0123456789"}
     assert settings.allowed_origins == ["https://a.example"]
+
+
+def test_the_cluster_flags_set_the_cluster_settings():
+    args = serve.parse_args(
+        [
+            "--redis",
+            "redis://127.0.0.1:6390/2",
+            "--redis-prefix",
+            "east:",
+            "--cluster-lease",
+            "5",
+            "--cluster-heartbeat",
+            "1.5",
+        ]
+    )
+    settings = serve.settings_of(args)
+    assert (settings.redis_url, settings.redis_prefix) == ("redis://127.0.0.1:6390/2", "east:")
+    assert (settings.cluster_lease, settings.cluster_heartbeat) == (5.0, 1.5)
+
+
+def test_releasing_an_agent_in_a_clusters_redis_forgets_its_credential(redis_url, capsys):
+    store = RedisStore(redis_url, "test", Keys("release-test:"))
+    store.set_credential("gone", b"s" * 16, b"d" * 32)
+
+    serve.main(["--redis", redis_url, "--redis-prefix", "release-test:", "--release-agent", "gone"])
+
+    assert store.credential("gone") is None
+    assert "released agent id 'gone'" in capsys.readouterr().out
+    store.close()
