@@ -47,13 +47,6 @@ class SubscriptionTable:
         self._per_agent[agent_id] += 1
         return subscription
 
-    def remove(self, agent_id: str, subscription_id: str) -> str | None:
-        """Remove one of ``agent_id``'s subscriptions and say its topic; None when it has none by that id."""
-        subscription = self._by_id.get(subscription_id)
-        if subscription is None or subscription.agent_id != agent_id:
-            return None
-        return self.remove_by_id(subscription_id)
-
     def remove_by_id(self, subscription_id: str) -> str | None:
         """Remove a subscription, whoever's it is, and say its topic; None when there is none by that id."""
         subscription = self._by_id.pop(subscription_id, None)

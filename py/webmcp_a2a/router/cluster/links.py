@@ -40,8 +40,6 @@ if TYPE_CHECKING:
     from ..limits import RateLimit
     from .bus import Bus
 
-    Ack = Callable[[str, str, bool, str], None]  # agent, message id, accepted, reason
-
 
 @dataclass
 class _Waiting:
