@@ -56,6 +56,22 @@ def test_a_page_at_one_router_sends_to_a_page_at_another(meshes, pages):
     assert message["from_agent"] == pages[0].agent_id
 
 
+def test_a_broadcast_from_a_page_reaches_the_page_at_the_other_router(meshes, pages):
+    marker = str(uuid.uuid4())
+
+    result = structured(
+        meshes[0].call(
+            pages[0],
+            "a2a_broadcast",
+            {"message_type": "notification", "payload": {"marker": marker}, "agent_type": "monitor"},
+        )
+    )
+
+    assert result["recipient_ids"] == [pages[1].agent_id]
+    assert result["delivered_count"] == 1
+    inbox_until(meshes[1], pages[1], lambda m: m["payload"].get("marker") == marker)
+
+
 def test_a_page_subscribed_at_one_router_gets_a_publication_from_a_page_at_another(meshes, pages):
     topic = f"cross-{uuid.uuid4().hex[:8]}"
     structured(meshes[1].call(pages[1], "a2a_subscribe", {"topic": topic}))
