@@ -52,7 +52,8 @@ def summarize(raw: Path, top: int = 25) -> str:
         if not line.strip():
             continue
         stack, _, count = line.rpartition(" ")
-        stacks.append((stack.split(";"), int(count)))
+        if count.isdigit():  # py-spy may still be writing the last line when it is read
+            stacks.append((stack.split(";"), int(count)))
     total = sum(count for _, count in stacks) or 1
     # Idle samples: the loop waiting in select/epoll.
     idle = sum(
