@@ -138,7 +138,12 @@ async def test_when_redis_comes_back_the_cluster_carries_traffic_across_routers_
     else:  # SIGSTOP: connections hang, calls time out
         assert redis_server.process is not None
         redis_server.process.send_signal(signal.SIGSTOP)
-        await asyncio.sleep(1.5)
+        frozen_at = asyncio.get_running_loop().time()
+        args = SendMessageArgs(target_agent_id="recipient", message_type="notification", payload={})
+        during = await asyncio.wait_for(sender.send_message(args), 5)  # answered, not left hanging
+        assert not during.delivered
+        assert during.reason == "the cluster's Redis is unreachable"
+        await asyncio.sleep(max(0.0, 1.5 - (asyncio.get_running_loop().time() - frozen_at)))
         redis_server.process.send_signal(signal.SIGCONT)
 
     async def delivered() -> bool:

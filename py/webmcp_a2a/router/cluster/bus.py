@@ -25,6 +25,9 @@ log = logging.getLogger("webmcp_a2a.router.cluster")
 
 Failed = Callable[[], None]
 
+PUBLISH_TIMEOUT = 1.0  # seconds Redis may take to answer a batch of publishes
+MAX_QUEUED = 10_000  # pub/sub messages (each a batch of frames) waiting for Redis at most
+
 
 class Bus:
     def __init__(
@@ -34,7 +37,12 @@ class Bus:
         on_message: Callable[[str, bytes], None],
         on_connected: Callable[[], Awaitable[None]],
     ) -> None:
-        self._redis = aioredis.Redis.from_url(url, socket_connect_timeout=0.5, health_check_interval=0)
+        # Two connections: a publish that Redis does not answer within PUBLISH_TIMEOUT fails its frames
+        # (their senders hear it), while the subscriber may wait for messages as long as there are none.
+        self._publisher = aioredis.Redis.from_url(
+            url, socket_connect_timeout=0.5, socket_timeout=PUBLISH_TIMEOUT, health_check_interval=0
+        )
+        self._subscriber = aioredis.Redis.from_url(url, socket_connect_timeout=0.5, health_check_interval=0)
         self._channels = channels
         self._on_message = on_message
         self._on_connected = on_connected
@@ -52,11 +60,13 @@ class Bus:
         for task in self._tasks:
             with contextlib.suppress(asyncio.CancelledError):
                 await task
-        await self._redis.aclose()
+        await self._publisher.aclose()
+        await self._subscriber.aclose()
 
     def publish(self, channel: str, data: bytes, on_fail: Failed | None = None) -> bool:
-        """Queue ``data`` for ``channel``; False (nothing queued) while Redis is unreachable."""
-        if not self.up:
+        """Queue ``data`` for ``channel``; False (nothing queued) while Redis is unreachable, or while
+        ``MAX_QUEUED`` messages wait for it (it is not keeping up)."""
+        if not self.up or len(self._outgoing) >= MAX_QUEUED:
             return False
         self._outgoing.append((channel, data, on_fail))
         self._ready.set()
@@ -69,7 +79,7 @@ class Bus:
             batch = list(self._outgoing)
             self._outgoing.clear()
             try:
-                async with self._redis.pipeline(transaction=False) as pipe:
+                async with self._publisher.pipeline(transaction=False) as pipe:
                     for channel, data, _ in batch:
                         pipe.publish(channel, data)
                     await pipe.execute()
@@ -82,7 +92,7 @@ class Bus:
     async def _listen(self) -> None:
         backoff = Backoff(first=0.1, maximum=2.0)
         while True:
-            pubsub = self._redis.pubsub(ignore_subscribe_messages=True)
+            pubsub = self._subscriber.pubsub(ignore_subscribe_messages=True)
             try:
                 await pubsub.subscribe(*self._channels)
                 self.up = True
