@@ -41,7 +41,6 @@ from ..protocol import (
     DiscoverRequest,
     DiscoverResult,
     Envelope,
-    ErrorCode,
     ErrorFrame,
     ErrorInfo,
     FanoutResult,
@@ -134,7 +133,6 @@ class Router:
         self.remotes: RemoteDirectory | None = None  # the registry of remote A2A agents, when served
         self.outbound: OutboundSender | None = None  # sends to remote A2A agents, when served
         self.task_queue: TaskQueue | None = None  # answers a2a_tasks, when the A2A bridge is served
-        self.subscriptions = SubscriptionTable()
         self.locks: Locks | ClusterLocks = self.cluster.locks if self.cluster is not None else Locks(self._answer)
         self.barriers: Barriers | ClusterBarriers = (
             self.cluster.barriers if self.cluster is not None else Barriers(self._answer)
@@ -159,8 +157,7 @@ class Router:
         }
         for hello, last_seen in self.store.known_agents():
             self.registry.remember(hello, last_seen)
-        for subscription_id, agent_id, topic, filter in self.store.subscriptions():
-            self.subscriptions.add(agent_id, topic, filter, subscription_id)
+        self.subscriptions = SubscriptionTable.of(self.store.subscriptions())
 
     # --- connection lifecycle -------------------------------------------
 
@@ -288,8 +285,7 @@ class Router:
             conn.close(CLOSE_UNAUTHORIZED, refused.info.code)
             return
         except StoreUnavailable as exc:
-            self._error(conn, None, ErrorInfo(code="store_unavailable", message=str(exc)))
-            conn.close(CLOSE_TRY_AGAIN, "store unavailable")
+            self._try_again_later(conn, ErrorInfo(code="store_unavailable", message=str(exc)))
             return
         try:
             if self.cluster is not None and not conn.internal:
@@ -298,15 +294,12 @@ class Router:
                     raise AgentIdTaken(hello.agent_id)
                 self.cluster.claim(hello)
             record = self.registry.connect(hello, conn)
-        except (AgentIdElsewhere, StoreUnavailable) as exc:
-            message = (
-                f"agent id {hello.agent_id!r} is online at router {exc.node}; try again later"
-                if isinstance(exc, AgentIdElsewhere)
-                else str(exc)
-            )
-            code: ErrorCode = "agent_id_taken" if isinstance(exc, AgentIdElsewhere) else "store_unavailable"
-            self._error(conn, None, ErrorInfo(code=code, message=message, field="agent_id"))
-            conn.close(CLOSE_TRY_AGAIN, code)
+        except AgentIdElsewhere as elsewhere:
+            message = f"agent id {hello.agent_id!r} is online at router {elsewhere.node}; try again later"
+            self._try_again_later(conn, ErrorInfo(code="agent_id_taken", message=message, field="agent_id"))
+            return
+        except StoreUnavailable as exc:
+            self._try_again_later(conn, ErrorInfo(code="store_unavailable", message=str(exc), field="agent_id"))
             return
         except AgentIdTaken:
             self._error(
@@ -325,8 +318,7 @@ class Router:
             credential = self.gate.issue(hello.agent_id, conn.remote) if new_id else None
             self.store.remember_agent(hello, record.last_seen)
         except StoreUnavailable as exc:  # claimed, but its credential could not be kept: let it go
-            self._error(conn, None, ErrorInfo(code="store_unavailable", message=str(exc)))
-            conn.close(CLOSE_TRY_AGAIN, "store unavailable")
+            self._try_again_later(conn, ErrorInfo(code="store_unavailable", message=str(exc)))
             return
         key = self.signer.key_for(hello.agent_id)
         welcome = Welcome(
@@ -340,6 +332,11 @@ class Router:
         self.deliver_stored(record)
         self._publish_event("peer_discovered", record)
         self.watchers.agent(record.info())
+
+    def _try_again_later(self, conn: Peer, refusal: ErrorInfo) -> None:
+        """Refuse a hello for now (close code 1013): the same hello may succeed in a moment."""
+        self._error(conn, None, refusal)
+        conn.close(CLOSE_TRY_AGAIN, refusal.code)
 
     def deliver_stored(self, record: AgentRecord) -> None:
         """Deliver what the store keeps for ``record``'s agent (now online here), but what is on its way."""

@@ -4,7 +4,7 @@
 (``--store PATH``; ``:memory:`` keeps nothing across restarts), and a cluster of routers
 shares :class:`~.cluster.redis_store.RedisStore` instead (``--redis URL``).
 
-SQLite The database runs in WAL mode with ``synchronous=NORMAL``: a commit is
+The SQLite database runs in WAL mode with ``synchronous=NORMAL``: a commit is
 in the operating system's hands before the router answers, so killing the router
 process (even with SIGKILL) loses nothing it has acknowledged; only a power cut
 may lose the last commits.

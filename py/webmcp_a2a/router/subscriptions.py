@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import uuid
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
 from ..protocol import Region, SubscriptionFilter
@@ -31,6 +31,14 @@ def new_subscription_id() -> str:
 
 
 class SubscriptionTable:
+    @classmethod
+    def of(cls, kept: Iterable[tuple[str, str, str, SubscriptionFilter | None]]) -> SubscriptionTable:
+        """A table of the subscriptions a store kept: (id, agent id, topic, filter) each."""
+        table = cls()
+        for subscription_id, agent_id, topic, filter in kept:
+            table.add(agent_id, topic, filter, subscription_id)
+        return table
+
     def __init__(self) -> None:
         self._by_topic: dict[str, dict[str, Subscription]] = {}
         self._by_id: dict[str, Subscription] = {}

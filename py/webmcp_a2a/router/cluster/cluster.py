@@ -31,7 +31,7 @@ from . import scripts
 from .bus import Bus
 from .coordination import ClusterBarriers, ClusterLocks
 from .links import RS, Links, NodeLink
-from .redis_store import Keys, RedisStore, subscription_of
+from .redis_store import Keys, RedisStore, agent_of, subscription_of
 from .tasks import WAITING
 
 if TYPE_CHECKING:
@@ -175,12 +175,11 @@ class Cluster:
                 return None
         if row is None:
             return None
-        known = json.loads(row)
-        hello = Hello.model_validate(known["hello"])
+        hello, last_seen = agent_of(row)
         if node is not None and node.decode() != self.node:
             self._came_online(hello, node.decode())
         else:
-            self.router.registry.remember(hello, known["last_seen"])
+            self.router.registry.remember(hello, last_seen)
         return self.router.registry.get(agent_id)
 
     # --- A2A tasks: answered at one router, awaited at another ---------------------------------
@@ -196,18 +195,17 @@ class Cluster:
 
     def pass_answer(self, agent_id: str, task_id: str, reply: str) -> bool:
         """Pass an answer to the router whose bridge waits for its task; False when no live one does."""
-        try:
-            waiting: bytes | None = self.store.call(lambda: self.store.redis.hget(self.keys.prefix + WAITING, task_id))
-            if waiting is None or waiting.decode() == self.node:
+        with self.store.redis.pipeline() as pipe:
+            pipe.hget(self.keys.prefix + WAITING, task_id)
+            pipe.zrange(self.keys.nodes, 0, -1)
+            try:
+                waiting, live = self.store.call(pipe.execute)
+            except StoreUnavailable:
                 return False
-            node = waiting.decode()
-            if self.store.call(lambda: self.store.redis.zscore(self.keys.nodes, node)) is None:
-                return False  # buried: the answer goes to the stored task
-        except StoreUnavailable:
+        # A buried router is out of the live ones: then the answer goes to the stored task.
+        if waiting is None or waiting == self.node.encode() or waiting not in live or not self.bus.up:
             return False
-        if not self.bus.up:
-            return False
-        self.links.record(node, f"T {agent_id}\n{reply}")
+        self.links.record(waiting.decode(), f"T {agent_id}\n{reply}")
         return True
 
     def _local_online(self) -> list[AgentRecord]:
@@ -323,7 +321,6 @@ class Cluster:
     async def _caught_up(self) -> None:
         """The bus (re)connected: read the mesh from Redis afresh (what this router missed while it
         could not listen); if Redis cannot be read yet, the heartbeat tries again until it can."""
-        self._behind = True
         try:
             self._beat()
             self._catch_up()
@@ -358,10 +355,7 @@ class Cluster:
         known = self.store.call(lambda: redis.hmget(keys.agents, ids))
         for agent_id, row in zip(ids, known, strict=True):
             if row is not None:
-                self._came_online(Hello.model_validate(json.loads(row)["hello"]), remote[agent_id])
+                self._came_online(agent_of(row)[0], remote[agent_id])
 
     def _read_subscriptions(self) -> None:
-        table = SubscriptionTable()
-        for subscription_id, agent_id, topic, filter in self.store.subscriptions():
-            table.add(agent_id, topic, filter, subscription_id)
-        self.router.subscriptions = table
+        self.router.subscriptions = SubscriptionTable.of(self.store.subscriptions())

@@ -188,7 +188,6 @@ def _result(name: str, status: str, state: list[Any]) -> LockResult:
 class _Arrived:
     generation: bytes
     waiters: dict[str, Waiter]
-    rule: str
     timer: asyncio.TimerHandle | None = None
 
 
@@ -218,7 +217,7 @@ class ClusterBarriers:
             return
         here = self._here.get(request.name)
         if here is None or here.generation != state[1]:
-            here = self._here[request.name] = _Arrived(state[1], {}, rule)
+            here = self._here[request.name] = _Arrived(state[1], {})
         here.waiters[waiter.agent_id] = waiter
         if state[0] == 1 and here.timer is None:
             self._time_out_in(request.name, here, int(state[2]) / 1000)

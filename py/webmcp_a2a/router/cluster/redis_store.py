@@ -178,9 +178,7 @@ class RedisStore:
 
     def known_agents(self) -> Iterator[tuple[Hello, float]]:
         rows: dict[bytes, bytes] = self.call(lambda: self.redis.hgetall(self.keys.agents))
-        records = sorted((json.loads(row) for row in rows.values()), key=lambda record: record["last_seen"])
-        for record in records:
-            yield Hello.model_validate(record["hello"]), record["last_seen"]
+        yield from sorted((agent_of(row) for row in rows.values()), key=lambda known: known[1])
 
     # --- credentials and secrets ------------------------------------------------------------
 
@@ -225,6 +223,12 @@ class RedisStore:
         rows: dict[bytes, bytes] = self.call(lambda: self.redis.hgetall(self.keys.subscriptions))
         for subscription_id, row in rows.items():
             yield subscription_of(subscription_id.decode(), json.loads(row))
+
+
+def agent_of(row: bytes) -> tuple[Hello, float]:
+    """An agent's record in the ``agents`` hash: its hello and when it was last seen."""
+    record = json.loads(row)
+    return Hello.model_validate(record["hello"]), record["last_seen"]
 
 
 def subscription_of(subscription_id: str, record: dict[str, Any]) -> tuple[str, str, str, SubscriptionFilter | None]:

@@ -112,7 +112,6 @@ for _, name in ipairs(redis.call('SMEMBERS', locks_key)) do
     redis.call('PUBLISH', KEYS[3], cjson.encode({e = 'lock_free', name = name}))
 end
 redis.call('DEL', agents_key, locks_key)
-redis.call('PUBLISH', KEYS[3], cjson.encode({e = 'node_gone', node = ARGV[1]}))
 return gone
 """
 )
