@@ -27,3 +27,13 @@ class Location(JsProxy):
     origin: str
 
 location: Location
+
+class MessagePort(JsProxy):
+    onmessage: Callable[[MessageEvent], None] | None
+    def postMessage(self, message: Any) -> None: ...
+
+class MessageChannel(JsProxy):
+    port1: MessagePort
+    port2: MessagePort
+    @staticmethod
+    def new() -> MessageChannel: ...

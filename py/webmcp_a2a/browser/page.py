@@ -45,6 +45,7 @@ from ..protocol import (
 )
 from . import user_agent
 from .fallback import RouterLink
+from .loop import ReadyQueueLoop
 from .postmessage import HostUplink, JsUplink
 from .tools import TOOLS, Tool
 from .websocket import BrowserWebSocketTransport
@@ -251,6 +252,7 @@ _PLACES = {"main": "page's main thread", "worker": "a Web Worker", "iframe": "an
 async def start(config_json: str, bridge: Bridge, uplink: JsUplink | None = None) -> PageAgent:
     """Create the agent (running its page agent file, if it has one), start connecting (WebSocket
     first), and register its tools."""
+    ReadyQueueLoop.install()
     config = PageConfig.model_validate_json(config_json)
     user = await user_agent.load(config.agent_url) if config.agent_url else None
     agent = PageAgent(config, bridge, uplink)

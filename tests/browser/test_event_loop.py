@@ -1,0 +1,67 @@
+"""The page's asyncio loop (py/webmcp_a2a/browser/loop.py): wake-ups share browser tasks, within a budget."""
+
+from __future__ import annotations
+
+from playwright.sync_api import Page
+
+# A chain of `await asyncio.sleep(0)`, started from JavaScript; a message on a channel of the
+# page's own, posted right after, says whether the chain had finished when its task ran.
+CHAIN = """
+async (steps) => {
+  const py = window.a2a.pyodide;
+  const state = py.runPython(`
+import asyncio
+state = {"done": 0}
+async def chain(steps):
+    for _ in range(steps):
+        await asyncio.sleep(0)
+    state["done"] = steps
+state`);
+  const chain = py.globals.get("chain");
+  const task = chain(steps);
+  const seen = await new Promise((resolve) => {
+    const channel = new MessageChannel();
+    channel.port1.onmessage = () => resolve(state.get("done"));
+    channel.port2.postMessage(null);
+  });
+  await task;
+  const done = state.get("done");
+  for (const proxy of [state, chain, task]) proxy.destroy();
+  return { seen, done };
+}
+"""
+
+# A task that never stops yielding; a JavaScript timer must still get its turn, and stops it.
+SPINNER = """
+async () => {
+  const py = window.a2a.pyodide;
+  const spin = py.runPython(`
+import asyncio
+spinning = {"on": True, "turns": 0}
+async def spin():
+    while spinning["on"]:
+        spinning["turns"] += 1
+        await asyncio.sleep(0)
+    return spinning["turns"]
+spin`);
+  const task = spin();
+  const started = performance.now();
+  const waited = await new Promise((resolve) => setTimeout(() => resolve(performance.now() - started), 0));
+  py.runPython('spinning["on"] = False');
+  const turns = await task;
+  for (const proxy of [spin, task]) proxy.destroy();
+  return { waited, turns };
+}
+"""
+
+
+def test_wake_ups_that_follow_each_other_run_in_one_browser_task(bob: Page) -> None:
+    # Pyodide's own loop gives each wake-up a browser task: the page's message would come after the first.
+    assert bob.evaluate(CHAIN, 100) == {"seen": 100, "done": 100}
+
+
+def test_a_task_that_never_stops_yielding_leaves_the_page_its_turn(bob: Page) -> None:
+    outcome = bob.evaluate(SPINNER)
+    # The page's timer ran while the task spun (within the loop's 8 ms budget, give or take a slow machine).
+    assert outcome["waited"] < 1_000
+    assert outcome["turns"] > 1
