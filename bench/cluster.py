@@ -71,7 +71,7 @@ async def run(quick: bool = False, notes: list | None = None) -> list[Row]:
     raise_fd_limit(4096)
     n = 60 if quick else 120
     blocks = 2 if quick else 6
-    timing = {"warmup": 0.3, "window": 0.6} if quick else {"warmup": 0.5, "window": 1.0}
+    warmup, window = (0.3, 0.6) if quick else (0.5, 1.0)
     redis = redis_server()
     # Short leases are not needed here: nobody dies. Each mesh its own key prefix on the one Redis.
     made: list[Server] = [redis]
@@ -94,7 +94,9 @@ async def run(quick: bool = False, notes: list | None = None) -> list[Row]:
             try:
                 for block in range(blocks):
                     for mesh in meshes if block % 2 == 0 else meshes[::-1]:
-                        mesh.phases.append(await mesh.load.closed_loop(broadcast=False, senders=n, **timing))
+                        mesh.phases.append(
+                            await mesh.load.closed_loop(broadcast=False, senders=n, warmup=warmup, window=window)
+                        )
             finally:
                 for mesh in meshes:
                     await mesh.load.close()

@@ -333,8 +333,13 @@ class Load:
         agent.conn.send(text)
         return future
 
-    async def closed_loop(self, *, broadcast: bool, senders: int, warmup: float, window: float) -> Phase:
-        """``senders`` agents each keep one message in flight (the next goes when the last is acknowledged)."""
+    async def closed_loop(
+        self, *, broadcast: bool, senders: int, warmup: float, window: float, every_ack: bool = False
+    ) -> Phase:
+        """``senders`` agents each keep one message in flight (the next goes when the last is acknowledged).
+
+        ``every_ack``: through a relay, a broadcast completes when every recipient has acked it end to
+        end (what the router's result stands for), not when one has."""
         stop = False
         completions: list[tuple[float, float]] = []
         names = [agent.name for agent in self.agents]
@@ -350,7 +355,7 @@ class Load:
                     if target == agent.name:
                         target = names[-1]
                 sent = time.perf_counter()
-                done = await asyncio.wait_for(self._send(agent, broadcast, target), 30)
+                done = await asyncio.wait_for(self._send(agent, broadcast, target, every_ack), 30)
                 completions.append((done, done - sent))
 
         tasks = [asyncio.create_task(sender(i)) for i in range(senders)]

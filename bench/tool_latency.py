@@ -12,7 +12,11 @@ Baseline: two ``bench/baselines/relay_pair.html`` pages on the baseline server (
 Starlette + websockets stack) sending the same JSON arguments through its minimal ``/relay``;
 the receiver dispatches ``relay:message`` and sends an ack back the same way.
 
-Both pairs: calls are sequential (one in flight), timed with ``performance.timeOrigin +
+Attribution: the same bare pair with each call made through a JavaScript WebMCP tool
+(``?webmcp``: ``document.modelContext.executeTool``, the browser's own cost per call), and a
+JavaScript tool on that page that does nothing (the floor of any tool call, ``a2a_inbox``'s included).
+
+All pairs: calls are sequential (one in flight), timed with ``performance.timeOrigin +
 performance.now()`` in each page so the two tabs share a clock. Warm-up calls are dropped; the
 measured calls alternate between the two pairs in blocks.
 """
@@ -50,7 +54,7 @@ async ({start, count, target, via}) => {
     const sent = now();
     const result = via === "tool"
       ? await navigator.modelContext.callTool("a2a_send_message", args)
-      : await window.relay.call(args);
+      : via === "relay-tool" ? await window.relay.tool("relay_send", args) : await window.relay.call(args);
     const done = now();
     const delivered = via === "tool" ? result?.structuredContent?.delivered : result?.delivered;
     if (!delivered) throw new Error(`call ${seq} not delivered: ${JSON.stringify(result)}`);
@@ -76,6 +80,19 @@ async ({n, name, args}) => {
   for (let i = 0; i < n; i++) {
     const t0 = performance.now();
     await navigator.modelContext.callTool(name, args);
+    out.push(performance.now() - t0);
+  }
+  return out;
+}
+"""
+# The bare page's tool that does nothing, through the browser's executeTool: ms each.
+NOOP_JS = """
+async ({n}) => {
+  const out = [];
+  for (let i = 0; i < 10; i++) await window.relay.tool("noop", {});
+  for (let i = 0; i < n; i++) {
+    const t0 = performance.now();
+    await window.relay.tool("noop", {});
     out.push(performance.now() - t0);
   }
   return out;
@@ -153,6 +170,17 @@ async def run(quick: bool = False, notes: list | None = None) -> list[Row]:
                             "tool",
                         ),
                     ]
+                # Attribution: the same bare pair, each call going through a JavaScript WebMCP tool
+                # (document.modelContext.executeTool): what the browser's WebMCP itself adds.
+                specs.append(
+                    (
+                        "base-tool",
+                        (f"{relay_url}?id=ta&peer=tb&webmcp", relay_ready),
+                        (f"{relay_url}?id=tb&peer=ta&webmcp", relay_ready, "relay:message"),
+                        "tb",
+                        "relay-tool",
+                    )
+                )
                 specs.append(
                     (
                         "base",
@@ -174,8 +202,9 @@ async def run(quick: bool = False, notes: list | None = None) -> list[Row]:
                     shift = index % len(pairs)
                     for pair in pairs[shift:] + pairs[:shift]:
                         await pair.calls(block)
+                noop = await pairs[-2].sender.evaluate(NOOP_JS, {"n": block})
                 probes = {}
-                for pair in pairs[:-1]:
+                for pair in pairs[:-2]:
                     for name, args, label in PROBES:
                         await pair.sender.evaluate(PROBE_JS, {"n": 10, "name": name, "args": args})
                         probes[pair.name, label] = Stats.of(
@@ -189,7 +218,7 @@ async def run(quick: bool = False, notes: list | None = None) -> list[Row]:
         f"tool call: clock check - baseline one-way delivery median {Stats.of(base.delivery).median:.3f} ms "
         f"vs half its round trip {half_rtt:.3f} ms (the two tabs' clocks agree when these are close)"
     )
-    for pair in pairs[:-1]:
+    for pair in pairs[:-2]:
         notes.append(
             f"tool call breakdown ({pair.name}): median ms per call - "
             + "; ".join(f"{label} {probes[pair.name, label].median:.2f}" for _, _, label in PROBES)
@@ -209,7 +238,18 @@ async def run(quick: bool = False, notes: list | None = None) -> list[Row]:
             target_on="value",
         )
     ]
-    for pair in pairs[:-1]:
+    base_tool = pairs[-2]
+    rows.append(
+        Row(
+            "2 tool call",
+            "a local tool with no network (a2a_inbox), agents in Web Workers (default)",
+            "ms",
+            probes["ours", PROBES[0][2]],
+            Stats.of(noop),
+            "a JavaScript WebMCP tool that does nothing, bare page (executeTool's own cost)",
+        )
+    )
+    for pair in pairs[:-2]:
         where = {
             "ours": "agents in Web Workers (default)",
             "ours-main": "agents on main threads (mode=main)",
@@ -236,6 +276,20 @@ async def run(quick: bool = False, notes: list | None = None) -> list[Row]:
                 target=target,
             ),
         ]
+    rows += [
+        Row(
+            "2 tool call",
+            f"A callTool -> {reached}, agents in Web Workers (default)",
+            "ms",
+            Stats.of(ours),
+            Stats.of(theirs),
+            f"{baseline}, called through a JavaScript WebMCP tool",
+        )
+        for reached, ours, theirs in (
+            ("B's Python handler has it", pairs[0].delivery, base_tool.delivery),
+            ("acknowledged result in A", pairs[0].result, base_tool.result),
+        )
+    ]
     return rows
 
 
