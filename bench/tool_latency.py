@@ -98,6 +98,7 @@ async ({n}) => {
   return out;
 }
 """
+PROBE_ROUNDS = 5
 PROBES = (
     ("a2a_inbox", {"wait_seconds": 0}, "a2a_inbox (no network)"),
     ("a2a_discover", {"agent_type": "nobody"}, "a2a_discover (one router round trip, no second agent)"),
@@ -202,14 +203,21 @@ async def run(quick: bool = False, notes: list | None = None) -> list[Row]:
                     shift = index % len(pairs)
                     for pair in pairs[shift:] + pairs[:shift]:
                         await pair.calls(block)
-                noop = await pairs[-2].sender.evaluate(NOOP_JS, {"n": block})
-                probes = {}
-                for pair in pairs[:-2]:
-                    for name, args, label in PROBES:
-                        await pair.sender.evaluate(PROBE_JS, {"n": 10, "name": name, "args": args})
-                        probes[pair.name, label] = Stats.of(
-                            await pair.sender.evaluate(PROBE_JS, {"n": block, "name": name, "args": args})
-                        )
+                # The probes, in rounds that alternate with the bare page's tool that does nothing.
+                noop: list[float] = []
+                samples: dict[tuple[str, str], list[float]] = {}
+                for round_ in range(PROBE_ROUNDS):
+                    noop += await pairs[-2].sender.evaluate(NOOP_JS, {"n": block // PROBE_ROUNDS})
+                    for pair in pairs[:-2]:
+                        for name, args, label in PROBES:
+                            if round_ == 0:  # warm-up
+                                await pair.sender.evaluate(PROBE_JS, {"n": 10, "name": name, "args": args})
+                            samples.setdefault((pair.name, label), []).extend(
+                                await pair.sender.evaluate(
+                                    PROBE_JS, {"n": block // PROBE_ROUNDS, "name": name, "args": args}
+                                )
+                            )
+                probes = {key: Stats.of(values) for key, values in samples.items()}
             finally:
                 await browser.close()
 
