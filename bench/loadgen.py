@@ -9,6 +9,8 @@ Two dialects, one closed loop:
 
 * :class:`RouterDialect` speaks the project's protocol (``hello`` / ``send`` / ``broadcast`` /
   ``ack``); a send completes when its ``result`` frame arrives, i.e. after the recipient's ack.
+  What one read delivers is acked with one frame (``acks`` when several), as the project's
+  CPython client acks a burst; of a delivery only the message id is read.
 * :class:`RelayDialect` speaks the minimal relays' ``"TARGET SENDER KIND SEQ BODY"`` frames and
   does the acknowledgement end to end: the recipient answers ``"SENDER ME a SEQ"`` through the relay.
   A direct message therefore costs the same four frames through either server (in, out, ack in,
@@ -42,10 +44,17 @@ PAYLOAD = '{"text":"benchmark message","values":[1,2,3],"nested":{"ok":true}}'
 class Connection(asyncio.Protocol):
     """One client WebSocket: bytes in -> ``on_text(text)`` calls; ``send(text)`` writes at once."""
 
-    def __init__(self, url: str, on_text: Callable[[str], None], deflate: bool = True) -> None:
+    def __init__(
+        self,
+        url: str,
+        on_text: Callable[[str], None],
+        deflate: bool = True,
+        after_read: Callable[[], None] | None = None,
+    ) -> None:
         extensions = enable_client_permessage_deflate(None) if deflate else None
         self.protocol = ClientProtocol(parse_uri(url), extensions=extensions, max_size=None)
         self.on_text = on_text
+        self.after_read = after_read  # once the frames of one read are handled, before writing
         self.opened: asyncio.Future = asyncio.get_running_loop().create_future()
         self.closed: asyncio.Future = asyncio.get_running_loop().create_future()
         self.transport: asyncio.Transport | None = None
@@ -65,6 +74,8 @@ class Connection(asyncio.Protocol):
                     self.opened.set_exception(ConnectionError(f"handshake failed: HTTP {event.status_code}"))
             elif isinstance(event, Frame) and event.opcode is Opcode.TEXT:
                 self.on_text(bytes(event.data).decode())
+        if self.after_read is not None:
+            self.after_read()
         self._flush()
 
     def connection_lost(self, exc) -> None:
@@ -96,6 +107,7 @@ class SimAgent:
     conn: Connection = field(init=False)  # set before the agent is used
     seq: int = 0
     pending: dict = field(default_factory=dict)  # seq -> [future, acks still expected]
+    taken: list[str] = field(default_factory=list)  # message ids delivered in this read, not acked yet
     welcomed: asyncio.Future = field(init=False)
 
     def complete(self, seq: int) -> None:
@@ -121,6 +133,9 @@ class Counters:
     def delivered(self) -> None:
         self.deliveries += 1
         self.last_delivery = time.perf_counter()
+
+
+DELIVER = '{"type":"deliver","envelope":{"message_id":"'  # as the router writes a delivery: its id next
 
 
 class RouterDialect:
@@ -155,10 +170,14 @@ class RouterDialect:
         )
 
     def on_text(self, agent: SimAgent, counters: Counters, text: str) -> None:
+        if text.startswith(DELIVER):  # the bulk of the traffic: only its id is read, not the whole frame
+            agent.taken.append(text[len(DELIVER) : text.index('"', len(DELIVER))])
+            counters.delivered()
+            return
         frame = json.loads(text)
         kind = frame["type"]
         if kind == "deliver":
-            agent.conn.send('{{"type":"ack","message_id":"{}"}}'.format(frame["envelope"]["message_id"]))
+            agent.taken.append(frame["envelope"]["message_id"])
             counters.delivered()
         elif kind == "result":
             agent.complete(frame["ref"])
@@ -171,6 +190,14 @@ class RouterDialect:
             counters.last_error = text[:300]
             if frame.get("ref") is not None:
                 agent.complete(frame["ref"])
+
+    def after_read(self, agent: SimAgent) -> None:
+        """Ack what one read delivered, as the CPython client does: one ``acks`` frame for several."""
+        taken, agent.taken = agent.taken, []
+        if len(taken) == 1:
+            agent.conn.send('{"type":"ack","message_id":"%s"}' % taken[0])
+        elif taken:
+            agent.conn.send('{"type":"acks","message_ids":%s}' % json.dumps(taken))
 
 
 class RelayDialect:
@@ -300,7 +327,13 @@ class Load:
         async def one(agent: SimAgent) -> None:
             url = self.dialect.url(agent)
             parts = urlsplit(url)
-            agent.conn = Connection(url, lambda text: self.dialect.on_text(agent, self.counters, text), self.deflate)
+            after_read = getattr(self.dialect, "after_read", None)
+            agent.conn = Connection(
+                url,
+                lambda text: self.dialect.on_text(agent, self.counters, text),
+                self.deflate,
+                (lambda: after_read(agent)) if after_read is not None else None,
+            )
             await loop.create_connection(lambda: agent.conn, parts.hostname, parts.port)
             await asyncio.wait_for(agent.conn.opened, 30)
             await asyncio.wait_for(self.dialect.join(agent), 30)

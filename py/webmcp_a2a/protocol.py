@@ -429,6 +429,21 @@ class Ack(_Model):
     reason: str | None = None
 
 
+MAX_ACKS_PER_FRAME = 1000
+
+
+class Acks(_Model):
+    """The recipient's runtime has all these messages: one frame for what arrived together.
+
+    A client under load takes deliveries faster than it writes; it may answer everything it took
+    since it last wrote with one frame instead of an :class:`Ack` each (refusals stay single
+    acks, with their reason). The router settles each as if acked alone.
+    """
+
+    type: Literal["acks"] = "acks"
+    message_ids: list[MessageId] = Field(min_length=1, max_length=MAX_ACKS_PER_FRAME)
+
+
 # --- relay: agents that reach the router through the window hosting them ------
 # A worker's or an iframe's agent whose own WebSocket cannot be used hands its frames
 # to the page that hosts it; the page relays them over its own connection. The router
@@ -482,7 +497,7 @@ RequestFrame = (
 """The client frames that carry an ``id`` and are answered with ``result`` or ``error``."""
 
 ClientFrame = Annotated[
-    Hello | RequestFrame | Ack | Relay | Unrelay,
+    Hello | RequestFrame | Ack | Acks | Relay | Unrelay,
     Field(discriminator="type"),
 ]
 CLIENT_FRAME: TypeAdapter[ClientFrame] = TypeAdapter(ClientFrame, config=_DEFERRED)

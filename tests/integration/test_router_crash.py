@@ -2,7 +2,9 @@
 
 Real processes: ``serve.py`` with a SQLite store, killed with SIGKILL and started again
 on the same port and store, while four sender agents stream messages to one
-recipient, all on the CPython client with its outbox and reconnect.
+recipient, all on the CPython client with its outbox and reconnect. The recipient
+acknowledges each burst of deliveries with one ``acks`` frame (the client's default),
+so acks coalesced in flight when the router dies are covered too.
 """
 
 from __future__ import annotations

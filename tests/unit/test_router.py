@@ -13,6 +13,7 @@ from tests.unit.conftest import unique
 from webmcp_a2a.client import RouterError
 from webmcp_a2a.client.cpython import connect
 from webmcp_a2a.protocol import (
+    MAX_ACKS_PER_FRAME,
     BroadcastArgs,
     Hello,
     InboxArgs,
@@ -103,6 +104,17 @@ async def test_silent_recipient_makes_delivery_false_after_ack_timeout():
         alice.close()
     assert (result.delivered, result.target_status) == (False, "busy")
     assert "acknowledgement" in (result.reason or "")
+
+
+async def test_one_acks_frame_settles_every_delivery_it_names(agents, raw):
+    alice = await agents()
+    quiet = await raw()
+    await hello_frame(quiet, recipient := unique("quiet"))
+    sends = [asyncio.ensure_future(alice.send_message(note(recipient, n=n))) for n in range(3)]
+    delivered = [json.loads(await quiet.recv())["envelope"]["message_id"] for _ in sends]
+    await quiet.send(json.dumps({"type": "acks", "message_ids": delivered}))
+    results = await asyncio.gather(*sends)
+    assert [(result.message_id, result.delivered) for result in results] == [(id_, True) for id_ in delivered]
 
 
 # --- broadcast ---------------------------------------------------------------
@@ -243,6 +255,8 @@ async def test_reserved_agent_id_is_refused(raw):
         ("{not json", "malformed_frame", None),
         ("[1, 2]", "malformed_frame", None),
         ('{"type": "teleport", "id": 1}', "invalid_frame", "type"),
+        ('{"type": "acks", "message_ids": []}', "invalid_frame", "message_ids"),
+        (json.dumps({"type": "acks", "message_ids": ["m"] * (MAX_ACKS_PER_FRAME + 1)}), "invalid_frame", "message_ids"),
         (
             '{"type": "send", "id": 4, "envelope": {"to_agent": "x", "message_type": "notification", "priority": 0}}',
             "invalid_frame",

@@ -16,8 +16,10 @@ from typing import Any
 from pydantic import ValidationError
 
 from ..protocol import (
+    MAX_ACKS_PER_FRAME,
     ROUTER_FRAME,
     Ack,
+    Acks,
     BroadcastRequest,
     Deliver,
     ErrorFrame,
@@ -80,8 +82,12 @@ class ClientCore:
     #: How many acknowledged message ids are remembered to recognise a redelivery.
     SEEN_LIMIT = 10_000
 
-    def __init__(self, hello: Hello) -> None:
+    def __init__(self, hello: Hello, *, batch_acks: bool = False) -> None:
         self.hello = hello
+        # Acks of the messages taken since the last data_to_send(): one `acks` frame when batched
+        # (a client that flushes once per burst of deliveries), else an `ack` frame each.
+        self.batch_acks = batch_acks
+        self._acks: list[str] = []
         self._next_id = 1
         self._outgoing: list[str] = []
         self._events: list[Event] = []
@@ -100,10 +106,12 @@ class ClientCore:
         """Start (or restart, after a reconnect) with the hello frame; the outbox follows the welcome."""
         self.welcomed = False
         self._outgoing = [self.hello.model_dump_json()]
+        self._acks = []
 
     def connection_lost(self) -> None:
         self.welcomed = False
         self._outgoing = []
+        self._acks = []  # the router delivers again what they were for
 
     def request(self, frame: RequestFrame, durable: bool = False) -> int:
         """Queue a request frame (any model with an ``id`` field); returns the id it was given.
@@ -134,13 +142,19 @@ class ClientCore:
 
     def ack(self, message_id: str) -> None:
         self._remember(message_id)
-        self._outgoing.append(Ack(message_id=message_id).model_dump_json())
+        self._acks.append(message_id)
 
     def refuse(self, message_id: str, reason: str) -> None:
         self._outgoing.append(Ack(message_id=message_id, accepted=False, reason=reason).model_dump_json())
 
     def data_to_send(self) -> list[str]:
         frames, self._outgoing = self._outgoing, []
+        acks, self._acks = self._acks, []
+        if self.batch_acks and len(acks) > 1:
+            for first in range(0, len(acks), MAX_ACKS_PER_FRAME):
+                frames.append(Acks(message_ids=acks[first : first + MAX_ACKS_PER_FRAME]).model_dump_json())
+        else:
+            frames += [Ack(message_id=message_id).model_dump_json() for message_id in acks]
         return frames
 
     # --- input ------------------------------------------------------------------
@@ -161,7 +175,7 @@ class ClientCore:
                 return
             if message_id in self._seen:
                 # A redelivery of something already taken: acknowledge again, apply nothing.
-                self._outgoing.append(Ack(message_id=message_id).model_dump_json())
+                self._acks.append(message_id)
                 return
             message = ReceivedMessage(**dict(frame.envelope), subscription_id=frame.subscription_id)
             self._events.append(Received(message))

@@ -101,6 +101,7 @@ async def connect(
         credential_file = Path(credential_file)
         if hello.credential is None and credential_file.exists():
             hello = hello.model_copy(update={"credential": credential_file.read_text().strip()})
+    agent_options.setdefault("batch_acks", True)  # a burst of deliveries gets one `acks` frame
     agent = Agent(hello, **agent_options)
     if on_task is not None:
         agent.on_task(on_task)

@@ -35,6 +35,7 @@ from ..protocol import (
     ROUTER_AGENT_ID,
     TOPIC_PREFIX,
     Ack,
+    Acks,
     BarrierRequest,
     BroadcastRequest,
     Deliver,
@@ -154,6 +155,7 @@ class Router:
             LockRequest: self._lock,
             BarrierRequest: self._barrier,
             Ack: self._ack,
+            Acks: self._acks,
         }
         for hello, last_seen in self.store.known_agents():
             self.registry.remember(hello, last_seen)
@@ -577,9 +579,20 @@ class Router:
         self.watchers.topic(topic, self.subscriptions.subscribers(topic))
 
     def _ack(self, conn: Peer, agent_id: str, ack: Ack) -> None:
-        reason = ack.reason or "refused by recipient"
-        if ack.message_id in self._pending or self.cluster is None or not self.cluster.forward_ack(agent_id, ack):
-            self.acknowledged(agent_id, ack.message_id, ack.accepted, reason)
+        self._took(agent_id, ack.message_id, ack.accepted, ack.reason or "refused by recipient")
+
+    def _acks(self, conn: Peer, agent_id: str, acks: Acks) -> None:
+        for message_id in acks.message_ids:
+            self._took(agent_id, message_id, True, "")
+
+    def _took(self, agent_id: str, message_id: str, accepted: bool, reason: str) -> None:
+        """``agent_id``'s ack of ``message_id``, for a delivery of this router's or of another's."""
+        if (
+            message_id in self._pending
+            or self.cluster is None
+            or not self.cluster.forward_ack(agent_id, message_id, accepted, reason)
+        ):
+            self.acknowledged(agent_id, message_id, accepted, reason)
 
     def acknowledged(self, agent_id: str, message_id: str, accepted: bool, reason: str) -> None:
         """``agent_id`` took (or refused) ``message_id``: from its socket here, or from its router."""

@@ -24,7 +24,7 @@ import uuid
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from ...protocol import Ack, Hello
+from ...protocol import Hello
 from ..store import StoreUnavailable
 from ..subscriptions import SubscriptionTable
 from . import scripts
@@ -159,9 +159,9 @@ class Cluster:
         event = {"e": "busy", "node": self.node, "agent": record.agent_id, "busy": record.busy}
         self.bus.publish(self.keys.events, json.dumps(event).encode())
 
-    def forward_ack(self, agent_id: str, ack: Ack) -> bool:
+    def forward_ack(self, agent_id: str, message_id: str, accepted: bool, reason: str) -> bool:
         """Send an ack for another router's delivery back to it; False when no other router sent it."""
-        return self.links.acknowledge(agent_id, ack.message_id, ack.accepted, ack.reason or "refused by recipient")
+        return self.links.acknowledge(agent_id, message_id, accepted, reason)
 
     def look_up(self, agent_id: str) -> AgentRecord | None:
         """Ask Redis about an agent this router has not heard of (yet): the events channel may lag a
