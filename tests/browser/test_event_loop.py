@@ -1,33 +1,25 @@
-"""The page's asyncio loop (py/webmcp_a2a/browser/loop.py): wake-ups share browser tasks, within a budget."""
+"""The page's asyncio loop (py/webmcp_a2a/browser/loop.py): wake-ups run together, within a budget."""
 
 from __future__ import annotations
 
 from playwright.sync_api import Page
 
-# A chain of `await asyncio.sleep(0)`, started from JavaScript; a message on a channel of the
-# page's own, posted right after, says whether the chain had finished when its task ran.
+# A chain of `await asyncio.sleep(0)`, started from JavaScript: how many turns of the loop it took.
 CHAIN = """
 async (steps) => {
-  const py = window.a2a.pyodide;
-  const state = py.runPython(`
+  const chain = window.a2a.pyodide.runPython(`
 import asyncio
-state = {"done": 0}
 async def chain(steps):
+    loop = asyncio.get_running_loop()
+    before = loop.turns
     for _ in range(steps):
         await asyncio.sleep(0)
-    state["done"] = steps
-state`);
-  const chain = py.globals.get("chain");
+    return loop.turns - before
+chain`);
   const task = chain(steps);
-  const seen = await new Promise((resolve) => {
-    const channel = new MessageChannel();
-    channel.port1.onmessage = () => resolve(state.get("done"));
-    channel.port2.postMessage(null);
-  });
-  await task;
-  const done = state.get("done");
-  for (const proxy of [state, chain, task]) proxy.destroy();
-  return { seen, done };
+  const turns = await task;
+  for (const proxy of [chain, task]) proxy.destroy();
+  return turns;
 }
 """
 
@@ -55,9 +47,9 @@ spin`);
 """
 
 
-def test_wake_ups_that_follow_each_other_run_in_one_browser_task(bob: Page) -> None:
-    # Pyodide's own loop gives each wake-up a browser task: the page's message would come after the first.
-    assert bob.evaluate(CHAIN, 100) == {"seen": 100, "done": 100}
+def test_wake_ups_that_follow_each_other_run_in_one_turn(bob: Page) -> None:
+    # Pyodide's own loop gives each wake-up a browser task of its own (and has no turns to count).
+    assert bob.evaluate(CHAIN, 20) == 0
 
 
 def test_a_task_that_never_stops_yielding_leaves_the_page_its_turn(bob: Page) -> None:

@@ -1,4 +1,4 @@
-"""Pyodide's event loop with a ready queue: a chain of wake-ups runs in one browser task.
+"""Pyodide's event loop with a ready queue: a chain of wake-ups runs at once, not a browser task each.
 
 Pyodide's :class:`~pyodide.webloop.WebLoop` gives every ``call_soon`` a browser task of its
 own: a fresh JavaScript proxy of the callback, a ``MessageChannel`` message, and the
@@ -7,11 +7,14 @@ browser's event loop in between. An ``await`` that resumes costs one such trip (
 a row after its answer arrives: the future wakes the tool's task, the finished task wakes
 whoever awaits it (``runPythonTool`` in web/js/runtime.js).
 
-:class:`ReadyQueueLoop` keeps ready callbacks in a queue, as CPython's own loops do, and
-asks the browser for one task to run them: callbacks that become ready while it runs,
-run in the same task. A bound on the time one task may take keeps the page responsive
-when code keeps scheduling itself (``while True: await asyncio.sleep(0)``): what is left
-goes to the next browser task. Timers (``call_later`` with a delay) stay the browser's.
+:class:`ReadyQueueLoop` keeps ready callbacks in a queue, as CPython's own loops do, and runs
+the queue in a microtask, right after the JavaScript that made the first of them ready (the
+WebSocket's message event, say) returns; callbacks that become ready meanwhile run in the same
+turn. A budget on one turn keeps the page responsive when code keeps scheduling itself
+(``while True: await asyncio.sleep(0)``): past it, the rest goes to a later browser task (a
+message on a channel of the loop's own, as Pyodide's scheduler does: a 0 ms timer would be
+clamped to 4 ms once nested), after the page's own work. Timers (``call_later`` with a delay)
+stay the browser's.
 
 :func:`webmcp_a2a.browser.page.start` installs it before it makes the agent. Unlike
 WebLoop's, these callbacks do not run on a stack that JSPI can suspend: nothing here uses
@@ -27,24 +30,26 @@ from collections import deque
 from collections.abc import Callable
 from typing import Any, TypeVarTuple, Unpack
 
-from js import MessageChannel
+from js import MessageChannel, queueMicrotask
 from pyodide.ffi import create_proxy
 from pyodide.webloop import WebLoop
 
 _Ts = TypeVarTuple("_Ts")
 
-# The longest one browser task spends on ready callbacks before it yields to the page.
+# The longest one turn runs ready callbacks before it yields to the page.
 TURN_BUDGET = 0.008  # seconds, half a frame at 60 Hz
 
 
 class ReadyQueueLoop(WebLoop):
-    """A :class:`WebLoop` whose ``call_soon`` callbacks share browser tasks (see the module)."""
+    """A :class:`WebLoop` whose ``call_soon`` callbacks run together in turns (see the module)."""
 
     # Set by install(): the running WebLoop becomes one of these in place, so the futures and
     # tasks it already made keep their loop.
     _ready: deque[asyncio.Handle]
     _turn_scheduled: bool
-    _wake: Any  # a MessagePort: a message on it is a browser task that runs the queue
+    _run_ready_soon: Any  # a proxy of _run_ready, queued as a microtask: it runs when the current task ends
+    _wake: Any  # a MessagePort: a message on it is a later browser task that runs the queue
+    turns: int  # how many times the queue was run (each a microtask or a browser task)
 
     def call_soon(
         self, callback: Callable[[Unpack[_Ts]], object], *args: *_Ts, context: contextvars.Context | None = None
@@ -53,11 +58,12 @@ class ReadyQueueLoop(WebLoop):
         self._ready.append(handle)
         if not self._turn_scheduled:
             self._turn_scheduled = True
-            self._wake.postMessage(None)
+            queueMicrotask(self._run_ready_soon)
         return handle
 
     def _run_ready(self, event: Any = None) -> None:
         # The turn stays scheduled while it runs: what becomes ready meanwhile joins this turn.
+        self.turns += 1
         self._install_running_loop()
         self._install_asyncgen_hooks()
         ready = self._ready
@@ -98,9 +104,10 @@ class ReadyQueueLoop(WebLoop):
         loop = running
         loop._ready = deque()
         loop._turn_scheduled = False
-        # A channel of its own, as Pyodide's scheduler has (a 0 ms timer would be clamped to 4 ms
-        # once nested), and one proxy for the page's lifetime rather than one per callback.
+        loop.turns = 0
+        # One proxy for the page's lifetime rather than one per callback.
         channel = MessageChannel.new()
-        channel.port1.onmessage = create_proxy(loop._run_ready)
+        loop._run_ready_soon = create_proxy(loop._run_ready)
+        channel.port1.onmessage = loop._run_ready_soon
         loop._wake = channel.port2
         return loop
