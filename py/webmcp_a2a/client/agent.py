@@ -114,8 +114,9 @@ class Agent:
 
     With ``batch_acks`` what the agent has to write after a frame arrives goes once the
     event loop has run out of frames to hand it, so a burst of deliveries is acknowledged
-    with one ``acks`` frame. Worth it where a frame is cheap to wait for (CPython); in a page
-    each wait is a browser task, and deliveries come one per task anyway.
+    with one ``acks`` frame (the CPython client's default). Pages do not batch: the browser
+    hands them one WebSocket message per task, so there is no burst to gather, and the
+    postMessage fallback's local routes read one ``ack`` per message.
     """
 
     def __init__(
