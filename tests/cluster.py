@@ -55,6 +55,7 @@ class RedisServer:
 
     def stop(self) -> None:
         if self.process is not None and self.process.poll() is None:
+            self.process.send_signal(signal.SIGCONT)  # a frozen server (SIGSTOP) would not hear the SIGTERM
             self.process.terminate()
             self.process.wait(10)
 

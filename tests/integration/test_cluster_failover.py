@@ -130,6 +130,12 @@ async def test_when_redis_comes_back_the_cluster_carries_traffic_across_routers_
     near, far = routers(2)
     sender = await connect(near.ws_url, Hello(agent_id="sender", agent_type="executor"))
     recipient = await connect(far.ws_url, Hello(agent_id="recipient", agent_type="executor"))
+
+    async def recipient_seen_near() -> bool:  # the far router's event has reached the near one
+        found = await sender.discover(DiscoverArgs())
+        return any(agent.agent_id == "recipient" for agent in found.agents)
+
+    await eventually_async(recipient_seen_near, bool)
     # Longer than the routers' leases (1 s here): each finds the other's lease run out when Redis is back.
     if outage == "stopped":  # connections refused
         redis_server.stop()
