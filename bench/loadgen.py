@@ -48,8 +48,8 @@ class Connection(asyncio.Protocol):
         self,
         url: str,
         on_text: Callable[[str], None],
+        after_read: Callable[[], None],
         deflate: bool = True,
-        after_read: Callable[[], None] | None = None,
     ) -> None:
         extensions = enable_client_permessage_deflate(None) if deflate else None
         self.protocol = ClientProtocol(parse_uri(url), extensions=extensions, max_size=None)
@@ -74,8 +74,7 @@ class Connection(asyncio.Protocol):
                     self.opened.set_exception(ConnectionError(f"handshake failed: HTTP {event.status_code}"))
             elif isinstance(event, Frame) and event.opcode is Opcode.TEXT:
                 self.on_text(bytes(event.data).decode())
-        if self.after_read is not None:
-            self.after_read()
+        self.after_read()
         self._flush()
 
     def connection_lost(self, exc) -> None:
@@ -176,10 +175,7 @@ class RouterDialect:
             return
         frame = json.loads(text)
         kind = frame["type"]
-        if kind == "deliver":
-            agent.taken.append(frame["envelope"]["message_id"])
-            counters.delivered()
-        elif kind == "result":
+        if kind == "result":
             agent.complete(frame["ref"])
         elif kind == "welcome":
             if frame.get("credential"):
@@ -243,6 +239,9 @@ class RelayDialect:
         if kind == "m" or kind[2:] == agent.name:
             agent.conn.send(f"{sender} {agent.name} a {seq}")
         counters.delivered()
+
+    def after_read(self, agent: SimAgent) -> None:
+        """Nothing gathered: a relay's recipient acks each message as it reads it (``on_text``)."""
 
 
 @dataclass
@@ -327,12 +326,11 @@ class Load:
         async def one(agent: SimAgent) -> None:
             url = self.dialect.url(agent)
             parts = urlsplit(url)
-            after_read = getattr(self.dialect, "after_read", None)
             agent.conn = Connection(
                 url,
                 lambda text: self.dialect.on_text(agent, self.counters, text),
+                lambda: self.dialect.after_read(agent),
                 self.deflate,
-                (lambda: after_read(agent)) if after_read is not None else None,
             )
             await loop.create_connection(lambda: agent.conn, parts.hostname, parts.port)
             await asyncio.wait_for(agent.conn.opened, 30)

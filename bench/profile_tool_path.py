@@ -86,7 +86,7 @@ TAKE_MARKS = "() => JSON.parse(window.a2a.pyodide.runPython('take_marks()'))"
 TAKE_EVENTS = "() => { const marks = window.__marks; window.__marks = []; return marks; }"
 
 STEPS = r"""
-import json, time
+import json, statistics, time
 from webmcp_a2a.client.core import ClientCore
 from webmcp_a2a.protocol import (ROUTER_FRAME, Ack, Deliver, Envelope, Hello, ReceivedMessage, Result,
                                  SendMessageArgs, SendRequest, SendResult)
@@ -100,11 +100,7 @@ def per_call(fn, n=%(n)d):
         for _ in range(n // 5):
             fn()
         samples.append((time.perf_counter() - started) / (n // 5) * 1e6)
-    return statistics_median(samples)
-
-def statistics_median(values):
-    values = sorted(values)
-    return values[len(values) // 2]
+    return statistics.median(samples)
 
 arguments = json.dumps({"target_agent_id": "b", "message_type": "notification",
                         "payload": {"text": "benchmark message", "values": [1, 2, 3], "nested": {"ok": True}}})

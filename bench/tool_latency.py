@@ -196,7 +196,7 @@ async def run(quick: bool = False, notes: list | None = None) -> list[Row]:
                     Pair(name, pages[2 * k], pages[2 * k + 1], target, via)
                     for k, (name, _, _, target, via) in enumerate(specs)
                 ]
-                base = pairs[-1]
+                *ours_pairs, base_tool, base = pairs  # the project's pairs, then the two bare ones
                 for pair in pairs:
                     await pair.calls(warmup, keep=False)
                 for index in range(blocks):
@@ -207,8 +207,8 @@ async def run(quick: bool = False, notes: list | None = None) -> list[Row]:
                 noop: list[float] = []
                 samples: dict[tuple[str, str], list[float]] = {}
                 for round_ in range(PROBE_ROUNDS):
-                    noop += await pairs[-2].sender.evaluate(NOOP_JS, {"n": block // PROBE_ROUNDS})
-                    for pair in pairs[:-2]:
+                    noop += await base_tool.sender.evaluate(NOOP_JS, {"n": block // PROBE_ROUNDS})
+                    for pair in ours_pairs:
                         for name, args, label in PROBES:
                             if round_ == 0:  # warm-up
                                 await pair.sender.evaluate(PROBE_JS, {"n": 10, "name": name, "args": args})
@@ -226,7 +226,7 @@ async def run(quick: bool = False, notes: list | None = None) -> list[Row]:
         f"tool call: clock check - baseline one-way delivery median {Stats.of(base.delivery).median:.3f} ms "
         f"vs half its round trip {half_rtt:.3f} ms (the two tabs' clocks agree when these are close)"
     )
-    for pair in pairs[:-2]:
+    for pair in ours_pairs:
         notes.append(
             f"tool call breakdown ({pair.name}): median ms per call - "
             + "; ".join(f"{label} {probes[pair.name, label].median:.2f}" for _, _, label in PROBES)
@@ -246,7 +246,6 @@ async def run(quick: bool = False, notes: list | None = None) -> list[Row]:
             target_on="value",
         )
     ]
-    base_tool = pairs[-2]
     rows.append(
         Row(
             "2 tool call",
@@ -257,7 +256,7 @@ async def run(quick: bool = False, notes: list | None = None) -> list[Row]:
             "a JavaScript WebMCP tool that does nothing, bare page (executeTool's own cost)",
         )
     )
-    for pair in pairs[:-2]:
+    for pair in ours_pairs:
         where = {
             "ours": "agents in Web Workers (default)",
             "ours-main": "agents on main threads (mode=main)",
@@ -294,8 +293,8 @@ async def run(quick: bool = False, notes: list | None = None) -> list[Row]:
             f"{baseline}, called through a JavaScript WebMCP tool",
         )
         for reached, ours, theirs in (
-            ("B's Python handler has it", pairs[0].delivery, base_tool.delivery),
-            ("acknowledged result in A", pairs[0].result, base_tool.result),
+            ("B's Python handler has it", ours_pairs[0].delivery, base_tool.delivery),
+            ("acknowledged result in A", ours_pairs[0].result, base_tool.result),
         )
     ]
     return rows

@@ -101,13 +101,12 @@ class ReadyQueueLoop(WebLoop):
             raise RuntimeError(f"expected Pyodide's WebLoop, found {type(running).__name__}")
         running.__class__ = cls
         assert isinstance(running, ReadyQueueLoop)
-        loop = running
-        loop._ready = deque()
-        loop._turn_scheduled = False
-        loop.turns = 0
+        running._ready = deque()
+        running._turn_scheduled = False
+        running.turns = 0
         # One proxy for the page's lifetime rather than one per callback.
+        running._run_ready_soon = create_proxy(running._run_ready)
         channel = MessageChannel.new()
-        loop._run_ready_soon = create_proxy(loop._run_ready)
-        channel.port1.onmessage = loop._run_ready_soon
-        loop._wake = channel.port2
-        return loop
+        channel.port1.onmessage = running._run_ready_soon
+        running._wake = channel.port2
+        return running

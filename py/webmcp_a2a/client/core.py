@@ -149,6 +149,8 @@ class ClientCore:
 
     def data_to_send(self) -> list[str]:
         frames, self._outgoing = self._outgoing, []
+        if not self._acks:
+            return frames
         acks, self._acks = self._acks, []
         if self.batch_acks and len(acks) > 1:
             for first in range(0, len(acks), MAX_ACKS_PER_FRAME):
