@@ -12,7 +12,12 @@ their Pyodide is in reach) and:
   tabs), adds B's ``a2a:message`` event and A's ``callTool`` start and end, and prints the median time
   of each point after the call began;
 * **steps**: times, inside Pyodide, each piece of Python on that path (argument validation, the
-  envelope, the frames written and read, the result) as the client core runs them, in microseconds.
+  envelope, the frames written and read, the result) as the client core runs them, in microseconds;
+* **cpu**: samples both pages' main threads with V8's profiler (every 50 us) while A makes the same
+  calls back to back, as the benchmark does, and does the same for the bare JavaScript pair of the
+  benchmark called through a JavaScript WebMCP tool (``relay_pair.html?webmcp``): CPU per call in
+  each page, by what ran (Python in WebAssembly, Pyodide's glue, the project's JavaScript, the test
+  page's live log, the browser's own native code, garbage collection).
 
 Nothing is added to the product: the wrappers are installed by ``runPython`` in the open pages.
 """
@@ -29,7 +34,7 @@ from pathlib import Path
 if __name__ == "__main__" and __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench.common import launch_browser, playwright, project_server, servers, wait_for
+from bench.common import baseline_server, launch_browser, playwright, project_server, servers, wait_for
 
 WRAP = """
 from js import performance
@@ -141,8 +146,65 @@ json.dumps([[name, per_call(fn)] for name, fn in steps])
 """
 
 
+OURS_CALLS = """async (n) => {
+  for (let i = 0; i < n; i++) {
+    const result = await navigator.modelContext.callTool("a2a_send_message", {target_agent_id: "probe-b",
+      message_type: "notification", payload: {text: "benchmark message", values: [1, 2, 3], nested: {ok: true}}});
+    if (!result.structuredContent.delivered) throw new Error(JSON.stringify(result));
+  }
+}"""
+BARE_CALLS = """async (n) => {
+  for (let i = 0; i < n; i++)
+    await window.relay.tool("relay_send", {target_agent_id: "tb", message_type: "notification",
+      payload: {text: "benchmark message", values: [1, 2, 3], nested: {ok: true}}});
+}"""
+# What ran, from a sampled frame's function and script; the first that matches names it.
+CPU_KINDS = (
+    ("idle", lambda name, url: name == "(idle)"),
+    (
+        "Python: CPython and pydantic-core (WebAssembly)",
+        lambda name, url: (
+            name.startswith(("wasm-function", "js-to-wasm", "wasm-to-js")) or ".wasm" in url or url.startswith("wasm:")
+        ),
+    ),
+    ("Pyodide's JavaScript glue", lambda name, url: "/static/pyodide/" in url),
+    ("test page's live log and UI (page.js)", lambda name, url: url.endswith("/web/js/page.js")),
+    ("project's JavaScript tool path (boot, runtime, webmcp)", lambda name, url: "/web/js/" in url),
+    ("bare page's JavaScript", lambda name, url: "/bench/" in url),
+    ("browser native code (Blink, V8 runtime, IPC)", lambda name, url: name == "(program)"),
+    ("garbage collection (JavaScript heap)", lambda name, url: name == "(garbage collector)"),
+    ("built-ins (WebSocket.send, JSON, DOM) and the harness's evaluate", lambda name, url: True),
+)
+
+
+def cpu_by_kind(profile: dict, calls: int) -> dict[str, float]:
+    """Microseconds per call of each kind of code in a V8 CPU profile (samples times their intervals)."""
+    frames = {node["id"]: node["callFrame"] for node in profile["nodes"]}
+    spent = dict.fromkeys((kind for kind, _ in CPU_KINDS), 0.0)
+    for node_id, interval in zip(profile["samples"][1:], profile["timeDeltas"][1:], strict=True):
+        frame = frames[node_id]
+        kind = next(kind for kind, matches in CPU_KINDS if matches(frame["functionName"], frame["url"]))
+        spent[kind] += interval / calls
+    return spent
+
+
+async def cpu_profiles(context, sender, receiver, call: str, calls: int) -> tuple[dict[str, float], ...]:
+    sessions = [await context.new_cdp_session(page) for page in (sender, receiver)]
+    for session in sessions:
+        await session.send("Profiler.enable")
+        await session.send("Profiler.setSamplingInterval", {"interval": 50})
+    await sender.evaluate(call, 20)  # warm-up
+    for session in sessions:
+        await session.send("Profiler.start")
+    await sender.evaluate(call, calls)
+    profiles = [(await session.send("Profiler.stop"))["profile"] for session in sessions]
+    for session in sessions:
+        await session.detach()
+    return tuple(cpu_by_kind(profile, calls) for profile in profiles)
+
+
 async def main(calls: int) -> None:
-    with servers(project_server()) as (server,):
+    with servers(project_server(), baseline_server()) as (server, base_server):
         async with playwright() as pw:
             browser = await launch_browser(pw)
             try:
@@ -168,6 +230,18 @@ async def main(calls: int) -> None:
                         for index, (name, at) in enumerate(marks):
                             hops.setdefault((index, name), []).append(at - marks[0][1])
                 steps = json.loads(await a.evaluate("(code) => window.a2a.pyodide.runPython(code)", STEPS % {"n": 500}))
+                await a.evaluate("() => window.a2a.pyodide.runPython('MARKS.clear()')")  # the wrappers stay
+                bare = []
+                for peer in (("ta", "tb"), ("tb", "ta")):
+                    page = await context.new_page()
+                    await page.goto(f"{base_server.http}/bench/relay_pair.html?id={peer[0]}&peer={peer[1]}&webmcp")
+                    bare.append(page)
+                for page in bare:
+                    await wait_for(page, "document.documentElement?.dataset.relay === 'ready'")
+                cpu = {
+                    "ours": await cpu_profiles(context, a, b, OURS_CALLS, calls),
+                    "bare": await cpu_profiles(context, bare[0], bare[1], BARE_CALLS, calls),
+                }
             finally:
                 await browser.close()
     print(f"hops: median ms after A's callTool began ({calls} calls, agents on the pages' main threads)")
@@ -177,6 +251,18 @@ async def main(calls: int) -> None:
     print("\nsteps: median us per call inside Pyodide (page A's runtime)")
     for name, us in steps:
         print(f"  {us:7.1f}  {name}")
+    print(f"\ncpu: us per call on each page's main thread ({calls} calls back to back; V8 samples every 50 us)")
+    print(f"  {'ours A':>8} {'ours B':>8} {'bare A':>8} {'bare B':>8}  what ran")
+    (ours_a, ours_b), (bare_a, bare_b) = cpu["ours"], cpu["bare"]
+    for kind, _ in CPU_KINDS:
+        if kind != "idle":
+            print(f"  {ours_a[kind]:8.0f} {ours_b[kind]:8.0f} {bare_a[kind]:8.0f} {bare_b[kind]:8.0f}  {kind}")
+    busy = [sum(us for kind, us in page.items() if kind != "idle") for page in (ours_a, ours_b, bare_a, bare_b)]
+    print("  " + " ".join(f"{us:8.0f}" for us in busy) + "  all but idle")
+    print(
+        f"  ours: {(busy[0] + busy[1]) / 1000:.2f} ms of main-thread CPU per call over both pages, "
+        f"bare pair: {(busy[2] + busy[3]) / 1000:.2f} ms ({(busy[0] + busy[1]) / (busy[2] + busy[3]):.1f}x)"
+    )
 
 
 if __name__ == "__main__":

@@ -4,6 +4,7 @@ or the ordinary way when those are missing or refused (web/js/runtime.js)."""
 from __future__ import annotations
 
 import itertools
+from pathlib import Path
 
 import pytest
 
@@ -41,6 +42,18 @@ def restored(mesh):
 
 def test_page_starts_from_the_snapshot_with_bytecode(restored):
     assert restored.evaluate("window.a2a.boot") == {"snapshot": "restored", "bytecode": "used"}
+
+
+def test_a_restored_page_keeps_no_copy_of_the_snapshot(mesh, restored):
+    # Pyodide copies the snapshot into its memory; the bytes fetched must not stay alive beside it.
+    snapshot_bytes = (Path(__file__).resolve().parents[2] / "static/boot/pyodide.snapshot").stat().st_size
+    inspector = mesh.context.new_cdp_session(restored)
+    try:
+        inspector.send("HeapProfiler.collectGarbage")
+        array_buffers = inspector.send("Runtime.getHeapUsage")["backingStorageSize"]
+    finally:
+        inspector.detach()
+    assert array_buffers < snapshot_bytes
 
 
 def test_the_package_bytecode_matches_its_source(restored):
