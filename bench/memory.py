@@ -174,10 +174,10 @@ async def run(quick: bool = False, notes: list | None = None) -> list[Row]:
 
     reps = 1 if quick else 2
     samples: dict[str, list] = {"ours": [], "bare": [], "ours-main": []}
-    ready = "document.documentElement?.dataset.a2a === 'ready'"
+    agent_ready = "document.documentElement?.dataset.a2a === 'ready'"
     with servers(project_server(), baseline_server()) as (ours_server, base_server):
         pages = {
-            "ours": (lambda rep: f"{ours_server.http}/?agent_id=mem-{rep}&agent_type=executor", ready, None),
+            "ours": (lambda rep: f"{ours_server.http}/?agent_id=mem-{rep}&agent_type=executor", agent_ready, None),
             "bare": (
                 lambda rep: f"{base_server.http}/bench/bare_page.html",
                 "document.documentElement?.dataset.bare === 'ready'",
@@ -187,7 +187,7 @@ async def run(quick: bool = False, notes: list | None = None) -> list[Row]:
         if not quick:  # attribution: the agent on the main thread, where its Pyodide is in reach
             pages["ours-main"] = (
                 lambda rep: f"{ours_server.http}/?agent_id=mem-main-{rep}&agent_type=executor&mode=main",
-                ready,
+                agent_ready,
                 "() => window.a2a.pyodide._module.HEAP8.byteLength",
             )
 

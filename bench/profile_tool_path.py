@@ -34,7 +34,8 @@ from pathlib import Path
 if __name__ == "__main__" and __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench.common import baseline_server, launch_browser, playwright, project_server, servers, wait_for
+from bench.common import baseline_server, launch_browser, playwright, project_server, servers
+from bench.tool_latency import open_page
 
 WRAP = """
 from js import performance
@@ -80,10 +81,15 @@ LISTEN = """() => {
   const mark = () => window.__marks.push(["a2a:message event", performance.timeOrigin + performance.now()]);
   window.addEventListener("a2a:message", mark, {capture: true});
 }"""
-CALL = """async (target) => {
+# The tool's arguments; the bare pair sends the same ones through its relay.
+ARGUMENTS = {
+    "target_agent_id": "probe-b",
+    "message_type": "notification",
+    "payload": {"text": "benchmark message", "values": [1, 2, 3], "nested": {"ok": True}},
+}
+CALL = """async (args) => {
   const start = performance.timeOrigin + performance.now();
-  const result = await navigator.modelContext.callTool("a2a_send_message", {target_agent_id: target,
-    message_type: "notification", payload: {text: "benchmark message", values: [1, 2, 3], nested: {ok: true}}});
+  const result = await navigator.modelContext.callTool("a2a_send_message", args);
   if (!result.structuredContent.delivered) throw new Error(JSON.stringify(result));
   return [["callTool", start], ["callTool resolved", performance.timeOrigin + performance.now()]];
 }"""
@@ -146,17 +152,14 @@ json.dumps([[name, per_call(fn)] for name, fn in steps])
 """
 
 
-OURS_CALLS = """async (n) => {
+OURS_CALLS = """async ({n, args}) => {
   for (let i = 0; i < n; i++) {
-    const result = await navigator.modelContext.callTool("a2a_send_message", {target_agent_id: "probe-b",
-      message_type: "notification", payload: {text: "benchmark message", values: [1, 2, 3], nested: {ok: true}}});
+    const result = await navigator.modelContext.callTool("a2a_send_message", args);
     if (!result.structuredContent.delivered) throw new Error(JSON.stringify(result));
   }
 }"""
-BARE_CALLS = """async (n) => {
-  for (let i = 0; i < n; i++)
-    await window.relay.tool("relay_send", {target_agent_id: "tb", message_type: "notification",
-      payload: {text: "benchmark message", values: [1, 2, 3], nested: {ok: true}}});
+BARE_CALLS = """async ({n, args}) => {
+  for (let i = 0; i < n; i++) await window.relay.tool("relay_send", args);
 }"""
 # What ran, from a sampled frame's function and script; the first that matches names it.
 CPU_KINDS = (
@@ -193,10 +196,10 @@ async def cpu_profiles(context, sender, receiver, call: str, calls: int) -> tupl
     for session in sessions:
         await session.send("Profiler.enable")
         await session.send("Profiler.setSamplingInterval", {"interval": 50})
-    await sender.evaluate(call, 20)  # warm-up
+    await sender.evaluate(call, {"n": 20, "args": ARGUMENTS})  # warm-up
     for session in sessions:
         await session.send("Profiler.start")
-    await sender.evaluate(call, calls)
+    await sender.evaluate(call, {"n": calls, "args": ARGUMENTS})
     profiles = [(await session.send("Profiler.stop"))["profile"] for session in sessions]
     for session in sessions:
         await session.detach()
@@ -209,19 +212,26 @@ async def main(calls: int) -> None:
             browser = await launch_browser(pw)
             try:
                 context = await browser.new_context()
-                pages = []
-                for agent in ("probe-a", "probe-b"):
-                    page = await context.new_page()
-                    await page.goto(f"{server.http}/?agent_type=executor&agent_id={agent}&mode=main")
-                    pages.append(page)
-                for page in pages:
-                    await wait_for(page, "document.documentElement?.dataset.a2a === 'ready'")
+                ready = "document.documentElement?.dataset.a2a === 'ready'"
+                relay_ready = "document.documentElement?.dataset.relay === 'ready'"
+                relay_url = f"{base_server.http}/bench/relay_pair.html?webmcp"
+                a, b, bare_a, bare_b = await asyncio.gather(
+                    open_page(context, f"{server.http}/?agent_type=executor&agent_id=probe-a&mode=main", ready),
+                    open_page(context, f"{server.http}/?agent_type=executor&agent_id=probe-b&mode=main", ready),
+                    open_page(context, f"{relay_url}&id=ta&peer=tb", relay_ready),
+                    open_page(context, f"{relay_url}&id=tb&peer=ta", relay_ready),
+                )
+                # First, before the wrappers below add their own work to the pages' Python.
+                cpu = {
+                    "ours": await cpu_profiles(context, a, b, OURS_CALLS, calls),
+                    "bare": await cpu_profiles(context, bare_a, bare_b, BARE_CALLS, calls),
+                }
+                for page in (a, b):
                     await page.evaluate("(code) => window.a2a.pyodide.runPython(code)", WRAP)
-                a, b = pages
                 await b.evaluate(LISTEN)
                 hops: dict[tuple[int, str], list[float]] = {}
                 for call in range(calls + 20):
-                    marks = await a.evaluate(CALL, "probe-b")
+                    marks = await a.evaluate(CALL, ARGUMENTS)
                     marks += [["A " + name, at] for name, at in await a.evaluate(TAKE_MARKS)]
                     marks += [["B " + name, at] for name, at in await b.evaluate(TAKE_MARKS)]
                     marks += [["B " + name, at] for name, at in await b.evaluate(TAKE_EVENTS)]
@@ -230,18 +240,6 @@ async def main(calls: int) -> None:
                         for index, (name, at) in enumerate(marks):
                             hops.setdefault((index, name), []).append(at - marks[0][1])
                 steps = json.loads(await a.evaluate("(code) => window.a2a.pyodide.runPython(code)", STEPS % {"n": 500}))
-                await a.evaluate("() => window.a2a.pyodide.runPython('MARKS.clear()')")  # the wrappers stay
-                bare = []
-                for peer in (("ta", "tb"), ("tb", "ta")):
-                    page = await context.new_page()
-                    await page.goto(f"{base_server.http}/bench/relay_pair.html?id={peer[0]}&peer={peer[1]}&webmcp")
-                    bare.append(page)
-                for page in bare:
-                    await wait_for(page, "document.documentElement?.dataset.relay === 'ready'")
-                cpu = {
-                    "ours": await cpu_profiles(context, a, b, OURS_CALLS, calls),
-                    "bare": await cpu_profiles(context, bare[0], bare[1], BARE_CALLS, calls),
-                }
             finally:
                 await browser.close()
     print(f"hops: median ms after A's callTool began ({calls} calls, agents on the pages' main threads)")

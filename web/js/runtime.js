@@ -63,8 +63,8 @@ async function loadPythonRuntime(downloads, report) {
     boot = { snapshot: `not used: ${error?.message ?? error}`.split("\n")[0] };
     pyodide = await loadPyodide(options);
   }
-  // Restored, Pyodide has copied the snapshot into its own memory, yet its configuration keeps the
-  // promise of it: free those 30 MB (transfer(0) detaches the buffer and lets its bytes go).
+  // Pyodide copies a snapshot into its own memory (a refused one is of no use), yet its configuration
+  // keeps the promise of it: free those 30 MB (transfer(0) detaches the buffer and lets its bytes go).
   snapshot.then(
     (bytes) => bytes.transfer(0),
     () => {},
