@@ -65,6 +65,11 @@ class RunningRouter(OnLoopback):
         router: Router = self.app.state.router
         return router
 
+    @property
+    def loop(self) -> asyncio.AbstractEventLoop:
+        """The router's event loop (in the server's thread)."""
+        return self.server.servers[0].get_loop()
+
     def start(self) -> RunningRouter:
         self.thread.start()
         deadline = time.monotonic() + 10

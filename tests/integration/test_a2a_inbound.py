@@ -25,9 +25,11 @@ from a2a.types.a2a_pb2 import (
 )
 
 from tests.conftest import ROOT, RunningRouter, eventually, free_port, running_router, serving
-from webmcp_a2a.client.agent import RouterError
+from webmcp_a2a.client.agent import Agent, RouterError
 from webmcp_a2a.client.cpython import connect
-from webmcp_a2a.protocol import Hello, TaskAnswer, TasksArgs
+from webmcp_a2a.protocol import Hello, ReceivedMessage, TaskAnswer, TasksArgs
+from webmcp_a2a.router.a2a.bridge import InProcessLink
+from webmcp_a2a.router.a2a.tasks import context_for
 
 
 @pytest.fixture(scope="module")
@@ -467,3 +469,32 @@ async def test_a2a_tasks_reply_to_a_finished_task_is_task_closed(router, http):
         assert get_message_text((await completed(client, response.task.id)).status.message) == "closed"
     finally:
         closer.close()
+
+
+async def test_a_task_is_in_the_store_by_the_time_its_agent_hears_of_it(router, http):
+    # An agent inside the router's process hears of a task a few loop turns after the request,
+    # sooner than the SDK's own save comes (its events pass queues first).
+    store = router.app.state.a2a.tasks.store
+    seen: list[bool] = []
+
+    async def join() -> Agent:
+        agent = Agent(Hello(agent_id="nearby", agent_type="executor"))
+        agent.connection_made(InProcessLink(router.router, agent))
+        await agent.welcomed()
+
+        async def look_it_up(message: ReceivedMessage) -> None:
+            task_id = message.payload["a2a_task"]["task_id"]
+            seen.append(await store.get(task_id, context_for("nearby")) is not None)
+            await agent.tasks(TasksArgs(action="reply", task_id=task_id, answer=TaskAnswer(text="found it")))
+
+        agent.on_message(look_it_up)
+        return agent
+
+    agent = asyncio.run_coroutine_threadsafe(join(), router.loop).result(10)
+    try:
+        client = await sdk_client(http, f"{router.http_url}/agents/nearby")
+        (response,) = [event async for event in client.send_message(user_message("are you there?"))]
+        assert get_message_text(response.task.status.message) == "found it"
+        assert seen == [True]
+    finally:
+        router.loop.call_soon_threadsafe(agent.close)

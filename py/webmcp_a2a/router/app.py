@@ -206,6 +206,7 @@ def create_app(
         ],
     )
     app.state.router = router
+    app.state.a2a = a2a
     return app
 
 

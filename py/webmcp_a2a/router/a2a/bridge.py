@@ -26,6 +26,7 @@ from a2a.helpers.proto_helpers import (
     new_text_part,
 )
 from a2a.server.agent_execution import AgentExecutor, RequestContext
+from a2a.server.context import ServerCallContext
 from a2a.server.events import EventQueue
 from a2a.server.tasks import TaskUpdater
 from a2a.types.a2a_pb2 import Part
@@ -179,6 +180,7 @@ class Bridge:
             log.info("an answer from %s for task %s, unknown or over, was dropped", agent_id, reply.task_id)
 
 
+STORED_WITHIN = 1.0  # seconds
 _ENDS = {"input-required", "completed", "failed", "rejected"}  # execute() returns on these
 
 
@@ -196,6 +198,8 @@ class MeshExecutor(AgentExecutor):
         task = context.current_task or new_task_from_user_message(message)
         if context.current_task is None:
             await event_queue.enqueue_event(task)
+            if context.call_context is not None:
+                await self._until_stored(task.id, context.call_context)
         updater = TaskUpdater(event_queue, task.id, task.context_id)
         federated = message.metadata.fields.get(FEDERATED_ENVELOPE_KEY)
         if federated is not None:
@@ -233,6 +237,18 @@ class MeshExecutor(AgentExecutor):
                     return
         finally:
             self.bridge.forget(task.id)
+
+    async def _until_stored(self, task_id: str, view: ServerCallContext) -> None:
+        """Until the SDK has saved the new task (a few turns of the loop, its events pass queues first):
+        an agent quick to answer through ``a2a_tasks`` looks the task up in the store."""
+        deadline = asyncio.get_running_loop().time() + STORED_WITHIN
+        while await self.bridge.tasks.store.get(task_id, view) is None:
+            if asyncio.get_running_loop().time() > deadline:
+                log.warning(
+                    "the SDK had not stored task %s in %gs; the agent hears of it all the same", task_id, STORED_WITHIN
+                )
+                return
+            await asyncio.sleep(0)
 
     async def _deliver_federated(self, federated: Any, context: RequestContext, updater: TaskUpdater) -> None:
         """A direct message from an agent of a federated hub: checked against that hub's trust, then
