@@ -13,8 +13,14 @@ WebSocket's message event, say) returns; callbacks that become ready meanwhile r
 turn. A budget on one turn keeps the page responsive when code keeps scheduling itself
 (``while True: await asyncio.sleep(0)``): past it, the rest goes to a later browser task (a
 message on a channel of the loop's own, as Pyodide's scheduler does: a 0 ms timer would be
-clamped to 4 ms once nested), after the page's own work. Timers (``call_later`` with a delay)
-stay the browser's.
+clamped to 4 ms once nested), after the page's own work.
+
+Timers (``call_later``, ``call_at``) wait in a heap, as in CPython's loops, behind one browser
+timer set for the earliest. WebLoop gives each its own ``setTimeout`` and a proxy of its callback,
+and a cancelled one still fires: every request's ``asyncio.timeout`` (30 s, cancelled as soon as the
+answer comes) cost a proxy and a JavaScript timer that woke Python 30 s later for nothing. Here such a
+timer costs a heap entry, and the browser timer is touched only when a timer comes due sooner than
+the one it is set for. Cancelled timers are dropped from the heap when they are most of it.
 
 :func:`webmcp_a2a.browser.page.start` installs it before it makes the agent. Unlike
 WebLoop's, these callbacks do not run on a stack that JSPI can suspend: nothing here uses
@@ -25,12 +31,14 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
+import heapq
+import math
 import time
 from collections import deque
 from collections.abc import Callable
 from typing import Any, TypeVarTuple, Unpack
 
-from js import MessageChannel, queueMicrotask
+from js import MessageChannel, clearTimeout, queueMicrotask, setTimeout
 from pyodide.ffi import create_proxy
 from pyodide.webloop import WebLoop
 
@@ -38,6 +46,16 @@ _Ts = TypeVarTuple("_Ts")
 
 # The longest one turn runs ready callbacks before it yields to the page.
 TURN_BUDGET = 0.008  # seconds, half a frame at 60 Hz
+# The heap is rebuilt without its cancelled timers when they are more than this many and half of it.
+CANCELLED_TIMERS_KEPT = 100
+_CLOCK_RESOLUTION = time.get_clock_info("monotonic").resolution  # a timer this close is due
+
+
+class _Timer(asyncio.TimerHandle):
+    """A timer in the loop's heap; ``_scheduled`` (CPython's, untyped there) says it still is."""
+
+    __slots__ = ()
+    _scheduled: bool
 
 
 class ReadyQueueLoop(WebLoop):
@@ -50,6 +68,11 @@ class ReadyQueueLoop(WebLoop):
     _run_ready_soon: Any  # a proxy of _run_ready, queued as a microtask: it runs when the current task ends
     _wake: Any  # a MessagePort: a message on it is a later browser task that runs the queue
     turns: int  # how many times the queue was run (each a microtask or a browser task)
+    _timers: list[_Timer]  # a heap, earliest first
+    _cancelled_timers: int  # how many of them are cancelled
+    _browser_timer: int | None  # the id of the one browser timer
+    _browser_timer_due: float  # when it fires, in the loop's time (inf: not set)
+    _fire_timers_proxy: Any  # a proxy of _fire_timers, the browser timer's callback
 
     def call_soon(
         self, callback: Callable[[Unpack[_Ts]], object], *args: *_Ts, context: contextvars.Context | None = None
@@ -60,6 +83,76 @@ class ReadyQueueLoop(WebLoop):
             self._turn_scheduled = True
             queueMicrotask(self._run_ready_soon)
         return handle
+
+    def call_later(
+        self,
+        delay: float,
+        callback: Callable[[Unpack[_Ts]], object],
+        *args: *_Ts,
+        context: contextvars.Context | None = None,
+    ) -> asyncio.TimerHandle:
+        return self.call_at(self.time() + delay, callback, *args, context=context)
+
+    def call_at(
+        self,
+        when: float,
+        callback: Callable[[Unpack[_Ts]], object],
+        *args: *_Ts,
+        context: contextvars.Context | None = None,
+    ) -> asyncio.TimerHandle:
+        handle = _Timer(when, callback, args, self, context=context)
+        if when != math.inf:  # asyncio.timeout(None) and the like: never due
+            handle._scheduled = True
+            heapq.heappush(self._timers, handle)
+            self._set_browser_timer()
+        return handle
+
+    def _timer_handle_cancelled(self, handle: _Timer) -> None:
+        # TimerHandle.cancel() tells its loop, even of a timer already run; a cancelled one stays in
+        # the heap until it comes first or the heap is rebuilt.
+        if not handle._scheduled:
+            return
+        self._cancelled_timers += 1
+        if self._cancelled_timers > CANCELLED_TIMERS_KEPT and 2 * self._cancelled_timers > len(self._timers):
+            kept = []
+            for timer in self._timers:
+                if timer.cancelled():
+                    timer._scheduled = False
+                else:
+                    kept.append(timer)
+            heapq.heapify(kept)
+            self._timers = kept
+            self._cancelled_timers = 0
+
+    def _set_browser_timer(self) -> None:
+        """The browser timer for the earliest timer still wanted, unless it is set for then or sooner."""
+        timers = self._timers
+        while timers and timers[0].cancelled():
+            heapq.heappop(timers)._scheduled = False
+            self._cancelled_timers -= 1
+        if not timers or timers[0].when() >= self._browser_timer_due:
+            return  # none left (a timer that finds nothing due costs one call), or set soon enough
+        if self._browser_timer is not None:
+            clearTimeout(self._browser_timer)
+        self._browser_timer_due = when = timers[0].when()
+        self._browser_timer = setTimeout(self._fire_timers_proxy, max(0.0, (when - self.time()) * 1000))
+
+    def _fire_timers(self) -> None:
+        self._browser_timer = None
+        self._browser_timer_due = math.inf
+        timers = self._timers
+        due = self.time() + _CLOCK_RESOLUTION
+        while timers and timers[0].when() <= due:
+            timer = heapq.heappop(timers)
+            timer._scheduled = False
+            if timer.cancelled():
+                self._cancelled_timers -= 1
+            else:
+                self._ready.append(timer)
+        if self._ready and not self._turn_scheduled:
+            self._turn_scheduled = True
+            self._run_ready()
+        self._set_browser_timer()
 
     def _run_ready(self, event: Any = None) -> None:
         # The turn stays scheduled while it runs: what becomes ready meanwhile joins this turn.
@@ -109,4 +202,9 @@ class ReadyQueueLoop(WebLoop):
         channel = MessageChannel.new()
         channel.port1.onmessage = running._run_ready_soon
         running._wake = channel.port2
+        running._timers = []
+        running._cancelled_timers = 0
+        running._browser_timer = None
+        running._browser_timer_due = math.inf
+        running._fire_timers_proxy = create_proxy(running._fire_timers)
         return running
