@@ -36,12 +36,10 @@ class GatedSink:
 
 
 async def drain(connection: Connection, sink: GatedSink, count: int) -> list[str]:
-    writer = asyncio.create_task(connection.run_writer())
     await asyncio.sleep(0)  # the writer takes the first frame and blocks on the gate
     sink.open.set()
     while len(sink.written) < count:
         await asyncio.sleep(0.001)
-    writer.cancel()
     return sink.written
 
 
@@ -111,12 +109,9 @@ async def test_expired_frame_is_dropped_not_written_and_its_sender_told():
     connection.offer("first", 5)
     connection.offer("stale", 5, expires_at=time.time() + 0.05, on_drop=dropped.append)
     connection.offer("fresh", 5, expires_at=time.time() + 60)
-    writer = asyncio.create_task(connection.run_writer())
     await asyncio.sleep(0.1)  # "stale" expires while "first" is stuck on the gate
     sink.open.set()
-    while len(sink.written) < 2:
-        await asyncio.sleep(0.001)
-    writer.cancel()
+    await connection.flushed()
     assert sink.written == ["first", "fresh"]
     assert dropped == ["expired"]
 
@@ -128,7 +123,7 @@ async def test_close_waits_for_queued_frames():
     connection.close(4000, "bye")
     assert connection.offer("too late") is False
     sink.open.set()
-    await connection.run_writer()
+    await connection.flushed()
     assert sink.written == ["last words", "closed 4000"]
 
 
@@ -160,11 +155,41 @@ async def test_a_frame_never_overtakes_the_one_the_writer_is_sending():
     sink = GatedSink()
     connection = Connection(sink.send, sink.close, queue_limit=10, write_now=sink.write_now)
     connection.offer("first", 5)
-    writer = asyncio.create_task(connection.run_writer())
     await asyncio.sleep(0)  # the writer holds "first", waiting for the socket
     sink.open.set()  # the socket frees up; the writer resumes only on a later turn of the loop
     connection.offer("second", 5)
-    while len(sink.written) < 2:
-        await asyncio.sleep(0.001)
-    writer.cancel()
+    await connection.flushed()
     assert sink.written == ["first", "second"]
+
+
+WRITER = "Connection._write_queued"
+
+
+def writers() -> int:
+    return sum(1 for task in asyncio.all_tasks() if getattr(task.get_coro(), "__qualname__", None) == WRITER)
+
+
+async def test_a_writer_runs_only_while_frames_wait():
+    sink = GatedSink()
+    connection = Connection(sink.send, sink.close, queue_limit=10, write_now=sink.write_now)
+    connection.offer("waits", 5)
+    assert writers() == 1
+    sink.open.set()
+    await connection.flushed()
+    connection.offer("written at once", 5)
+    assert (sink.written, writers()) == (["waits", "written at once"], 0)
+
+
+async def test_a_peer_gone_ends_the_writer_quietly_and_a_later_frame_starts_another():
+    attempts: list[str] = []
+
+    async def gone(text: str) -> None:
+        attempts.append(text)
+        raise ConnectionResetError
+
+    connection = Connection(gone, GatedSink().close, queue_limit=10)
+    connection.offer("lost", 5)
+    await connection.flushed()
+    connection.offer("lost too", 5)
+    await connection.flushed()
+    assert (attempts, writers()) == (["lost", "lost too"], 0)

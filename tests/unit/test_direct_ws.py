@@ -1,16 +1,19 @@
 """The direct WebSocket path (router/direct_ws.py): messages reach the router as they are parsed, in
-order, and what uvicorn's ASGI path did with bad frames and failures still happens."""
+order, and what uvicorn's ASGI path did with bad frames and failures still happens; a connection the
+app handed over keeps no task, and its end reaches the router whoever ends it."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 
 import pytest
 import websockets
 
-from tests.conftest import running_router
+from tests.conftest import RunningRouter, eventually, running_router
 from tests.unit.conftest import unique
 from webmcp_a2a.protocol import Envelope, Hello, InboxArgs, ReceivedMessage, SendMessageArgs, SendRequest
+from webmcp_a2a.router.settings import RouterSettings
 
 
 async def test_a_burst_sent_with_the_hello_is_routed_whole_and_in_order(raw, agents):
@@ -65,6 +68,50 @@ async def test_a_failure_in_the_router_closes_only_that_connection_with_1011(age
         assert closed.value.rcvd is not None
         assert closed.value.rcvd.code == 1011
         assert (await alice.send_message(_note(bob.agent_id))).delivered is True
+
+
+async def test_a_connected_agent_keeps_no_task_in_the_router(router_server, agents):
+    async def tasks() -> int:
+        return len(asyncio.all_tasks())
+
+    def count() -> int:
+        return asyncio.run_coroutine_threadsafe(tasks(), router_server.loop).result(5)
+
+    before = count()
+    await asyncio.gather(*(agents() for _ in range(20)))
+    assert count() <= before  # neither the app's coroutine nor a writer waits for each
+
+
+async def test_the_router_hears_of_a_socket_closed_by_its_agent(router_server, raw):
+    websocket = await raw()
+    agent_id = unique("leaving")
+    await websocket.send(Hello(agent_id=agent_id, agent_type="executor").model_dump_json())
+    assert json.loads(await websocket.recv())["type"] == "welcome"
+    await websocket.close()
+    await eventually(lambda: router_server.router.registry.online(agent_id) is None)
+
+
+async def test_a_socket_lost_without_a_closing_handshake_is_heard_of_too(router_server, raw):
+    websocket = await raw()
+    agent_id = unique("vanishing")
+    await websocket.send(Hello(agent_id=agent_id, agent_type="executor").model_dump_json())
+    assert json.loads(await websocket.recv())["type"] == "welcome"
+    websocket.transport.abort()
+    await eventually(lambda: router_server.router.registry.online(agent_id) is None)
+
+
+async def test_the_servers_shutdown_closes_handed_over_connections_with_1012():
+    server = RunningRouter(RouterSettings()).start()
+    try:
+        websocket = await websockets.connect(server.ws_url)
+        await websocket.send(Hello(agent_id=unique("shut"), agent_type="executor").model_dump_json())
+        assert json.loads(await websocket.recv())["type"] == "welcome"
+    finally:
+        await asyncio.to_thread(server.stop)
+    with pytest.raises(websockets.ConnectionClosed) as closed:
+        await websocket.recv()
+    assert closed.value.rcvd is not None
+    assert closed.value.rcvd.code == 1012
 
 
 def _note(target: str) -> SendMessageArgs:

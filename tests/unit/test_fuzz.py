@@ -92,13 +92,8 @@ def connection(router: Router, wire: Wire) -> Connection:
 
 
 async def exchange(router: Router, conn: Connection, wire: Wire, text: str) -> list[dict[str, Any]]:
-    writer = asyncio.ensure_future(conn.run_writer())
-    try:
-        router.receive(conn, text)
-        await asyncio.sleep(0)
-        await asyncio.sleep(0)
-    finally:
-        writer.cancel()
+    router.receive(conn, text)
+    await conn.flushed()
     frames = [json.loads(frame) for frame in wire.frames]
     wire.frames.clear()
     return frames

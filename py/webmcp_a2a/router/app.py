@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import functools
 import hashlib
@@ -79,71 +78,69 @@ def create_app(
     static_dir = static_dir or PROJECT_DIR / "static"
     page_agents_dir = Path(router.settings.page_agents_dir or PROJECT_DIR / "examples" / "page_agents")
 
-    @contextlib.asynccontextmanager
-    async def counted(
-        websocket: WebSocket, send_text: Callable[[str], Awaitable[None]] | None = None, **options: Any
-    ) -> AsyncIterator[tuple[Connection, asyncio.Task[None]] | None]:
-        """An accepted socket's Connection and its running writer, counted by the router until the block
-        ends; None when the router refuses it (over its address's limit: the refusal is written first)."""
+    async def opened(
+        websocket: WebSocket,
+        send_text: Callable[[str], Awaitable[None]] | None = None,
+        close: Callable[[int, str], Awaitable[None]] | None = None,
+        **options: Any,
+    ) -> Connection | None:
+        """Accept the socket: its Connection, counted by the router until ``closed``; None when the router
+        refuses it (over its address's limit: the refusal is written, and the socket closed)."""
         # The Origin was checked before this runs (OriginGate): only allowed pages, or no browser, get here.
         await websocket.accept()
         settings = router.settings
         conn = Connection(
             send_text or websocket.send_text,
-            _closer(websocket),
+            close or _closer(websocket),
             settings.queue_limit,
             settings.reply_limit,
             remote=websocket.client.host if websocket.client else "unknown",
+            peer_gone=(WebSocketDisconnect, RuntimeError, OSError),
             **options,
         )
-        writer = asyncio.create_task(_write_until_gone(conn))
         if not router.connection_opened(conn):
-            await writer  # writes the refusal, then closes
-            yield None
-            return
-        try:
-            yield conn, writer
-        except WebSocketDisconnect:
-            pass
-        finally:
-            router.connection_closed(conn)
-            writer.cancel()
+            await conn.flushed()
+            return None
+        return conn
+
+    def closed(conn: Connection) -> None:
+        router.connection_closed(conn)
+        conn.stop()
 
     async def a2a_socket(websocket: WebSocket) -> None:
         direct = direct_channel(websocket.scope)
-        async with counted(
-            websocket,
-            direct.send_text if direct is not None else None,
-            rate=RateLimit(router.settings),
-            write_now=direct.write_now if direct is not None else None,
-        ) as opened:
-            if opened is None:
-                return
-            conn, _ = opened
-            if direct is not None:  # messages reach the router as they are parsed; this loop sees the end
-                direct.attach(functools.partial(router.receive, conn), functools.partial(router.reject_binary, conn))
-            while True:
-                message = await websocket.receive()
-                if message["type"] == "websocket.disconnect":
-                    break
-                if message.get("text") is not None:
-                    router.receive(conn, message["text"])
-                else:
-                    router.reject_binary(conn)
+        if direct is None:  # another uvicorn protocol: the ASGI way
+            conn = await opened(websocket, rate=RateLimit(router.settings))
+            if conn is not None:
+                await _read_until_gone(websocket, conn, router)
+            return
+        conn = await opened(
+            websocket, direct.send_text, direct.close, rate=RateLimit(router.settings), write_now=direct.write_now
+        )
+        if conn is not None:  # messages reach the router as they are parsed; this coroutine ends here
+            direct.attach(
+                functools.partial(router.receive, conn),
+                functools.partial(router.reject_binary, conn),
+                functools.partial(closed, conn),
+            )
 
     async def watch_socket(websocket: WebSocket) -> None:
         # Watching the mesh: one watch frame in, then the router's frames out until either side leaves.
-        async with counted(websocket) as opened:
-            if opened is None:
-                return
-            conn, writer = opened
+        conn = await opened(websocket)
+        if conn is None:
+            return
+        try:
             first = await websocket.receive()
             if first.get("text") is None or not router.watch(conn, first["text"]):
                 conn.close(CLOSE_POLICY, "not allowed to watch")
-                await writer
+                await conn.flushed()
             elif (await websocket.receive())["type"] != "websocket.disconnect":
                 conn.close(CLOSE_POLICY, "a watcher only listens")  # nothing more to say: no flood to read
-                await writer
+                await conn.flushed()
+        except WebSocketDisconnect:
+            pass
+        finally:
+            closed(conn)
 
     async def python_package(request: Request) -> Response:
         # Revalidated on every load (an edit under py/ shows on reload), downloaded only when changed.
@@ -210,10 +207,21 @@ def create_app(
     return app
 
 
-async def _write_until_gone(conn: Connection) -> None:
-    # The peer went away: the reader loop sees it and cleans up.
-    with contextlib.suppress(WebSocketDisconnect, RuntimeError, OSError):
-        await conn.run_writer()
+async def _read_until_gone(websocket: WebSocket, conn: Connection, router: Router) -> None:
+    try:
+        while True:
+            message = await websocket.receive()
+            if message["type"] == "websocket.disconnect":
+                break
+            if message.get("text") is not None:
+                router.receive(conn, message["text"])
+            else:
+                router.reject_binary(conn)
+    except WebSocketDisconnect:
+        pass
+    finally:
+        router.connection_closed(conn)
+        conn.stop()
 
 
 def _closer(websocket: WebSocket) -> Callable[[int, str], Awaitable[None]]:

@@ -2,9 +2,10 @@
 
 Routing never awaits a peer: it offers frames here and a writer task sends them; a frame offered
 while nothing waits goes to the socket at once when the socket can take it without waiting
-(``write_now``), which spares a task switch per message. The queue serves the highest priority first
-and, within a priority, the oldest first. Replies and errors to the client itself outrank every
-delivery.
+(``write_now``), which spares a task switch per message. The writer task exists only while frames
+wait: an idle agent (most of a large mesh) costs no task, no event and no coroutine. The queue
+serves the highest priority first and, within a priority, the oldest first. Replies and errors to
+the client itself outrank every delivery.
 
 Deliveries and replies are bounded separately, so a burst of answers to a busy client never counts
 against the messages queued for it. Overflow policy for deliveries (when ``queue_limit`` are
@@ -83,6 +84,7 @@ class Connection:
         remote: str = "local",
         rate: RateLimit | None = None,
         write_now: Callable[[str], bool] | None = None,
+        peer_gone: tuple[type[Exception], ...] = (OSError,),
     ) -> None:
         self._send_text = send_text
         self._write_now = write_now  # writes a frame if the socket takes it without waiting; else False
@@ -92,7 +94,8 @@ class Connection:
         self._queues: dict[int, deque[Outgoing]] = {}  # by priority, made on first use: most stay empty
         self._length = 0  # deliveries not yet handed to the socket, the one being written included
         self._sending = False  # the writer is in the middle of a frame
-        self._ready = asyncio.Event()
+        self._writer: asyncio.Task[None] | None = None  # while frames wait
+        self._peer_gone = peer_gone  # what send_text and close raise once the peer is gone
         self._close_with: tuple[int, str] | None = None
         self.agent_id: str | None = None
         self.remote = remote
@@ -137,18 +140,31 @@ class Connection:
         if queue is None:
             queue = self._queues[priority] = deque()
         queue.append(Outgoing(text, priority, expires_at, on_drop))
-        self._ready.set()
+        self._start_writer()
         return True
 
     def close(self, code: int, reason: str) -> None:
         """Close once the frames already queued have been written."""
         if self._close_with is None:
             self._close_with = (code, reason)
-            self._ready.set()
+            self._start_writer()
 
-    async def run_writer(self) -> None:
-        while True:
-            await self._ready.wait()
+    async def flushed(self) -> None:
+        """Until what is queued (and the close, once asked for) has been written."""
+        while (writer := self._writer) is not None:
+            await writer
+
+    def stop(self) -> None:
+        """The peer is gone: stop writing."""
+        if self._writer is not None:
+            self._writer.cancel()
+
+    def _start_writer(self) -> None:
+        if self._writer is None:
+            self._writer = asyncio.get_running_loop().create_task(self._write_queued())
+
+    async def _write_queued(self) -> None:
+        try:
             while (item := self._next()) is not None:
                 if item.expires_at is not None and time.time() >= item.expires_at:
                     item.drop("expired")
@@ -162,8 +178,10 @@ class Connection:
                     self._length -= 1
             if self._close_with is not None:
                 await self._close(*self._close_with)
-                return
-            self._ready.clear()
+        except self._peer_gone:
+            pass  # the reader side sees the end and cleans up
+        finally:
+            self._writer = None
 
     def _next(self) -> Outgoing | None:
         for priority in _HIGHEST_FIRST:

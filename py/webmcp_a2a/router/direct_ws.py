@@ -1,26 +1,35 @@
-"""The router's WebSocket messages without an ASGI round trip each.
+"""The router's WebSocket messages without an ASGI round trip each, and connections without an app task.
 
 uvicorn hands every received message to the app through a queue, pausing the socket's reading until
 the app has taken it and resuming it after, and takes every sent message through the ASGI send chain
 (Starlette's wrappers, then the protocol). For a router whose own work per message is a few tens of
-microseconds, that costs more than the work. :class:`DirectWebSocketProtocol` is uvicorn's sans-I/O
-WebSocket protocol plus one ASGI extension, ``scope["extensions"]["webmcp_a2a.direct"]``: the app
-accepts the connection as usual (the Origin gate and every middleware have run), then attaches a
-receiver (:meth:`DirectChannel.attach`). From then on each text message reaches it as soon as it is
-parsed, and :meth:`DirectChannel.write_now` and :meth:`DirectChannel.send_text` write frames
-straight to the socket (the latter waiting while the transport's buffer is full). Accepting,
-closing, disconnecting and pings keep their ASGI path.
+microseconds, that costs more than the work. And the app's coroutine, with the frames of every
+middleware it passed, lives as long as the connection: about 8 KB for each idle agent of a mesh.
+
+:class:`DirectWebSocketProtocol` is uvicorn's sans-I/O WebSocket protocol plus one ASGI extension,
+``scope["extensions"]["webmcp_a2a.direct"]``: the app accepts the connection as usual (the Origin
+gate and every middleware have run), then hands it over (:meth:`DirectChannel.attach`) and returns.
+From then on each text message reaches the receiver as soon as it is parsed, the connection's end
+(either side's close, a lost socket, the server's shutdown) reaches ``on_closed`` once, and
+:meth:`DirectChannel.write_now`, :meth:`DirectChannel.send_text` and :meth:`DirectChannel.close`
+write straight to the socket (``send_text`` waiting while the transport's buffer is full). Pings,
+the closing handshake and the close timeout stay uvicorn's.
 """
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 from uvicorn.protocols.utils import ClientDisconnected
 from uvicorn.protocols.websockets.websockets_sansio_impl import WebSocketsSansIOProtocol
 from websockets.protocol import State
+
+if TYPE_CHECKING:
+    import asyncio
+
+    from uvicorn._types import ASGIReceiveEvent
 
 DIRECT = "webmcp_a2a.direct"
 CLOSE_INTERNAL_ERROR = 1011
@@ -40,10 +49,13 @@ class DirectChannel:
     def __init__(self, protocol: DirectWebSocketProtocol) -> None:
         self._protocol = protocol
 
-    def attach(self, on_text: Callable[[str], None], on_binary: Callable[[], None]) -> None:
-        """Take every message from now on as it is parsed. Call it right after accepting, before awaiting
-        anything: then no message has been queued the ASGI way yet."""
-        self._protocol.attach(on_text, on_binary)
+    def attach(
+        self, on_text: Callable[[str], None], on_binary: Callable[[], None], on_closed: Callable[[], None]
+    ) -> None:
+        """Take every message from now on as it is parsed, and the connection's end. Call it right after
+        accepting, before awaiting anything (then no message has been queued the ASGI way yet); the app
+        may return then, and the connection stays open without it."""
+        self._protocol.attach(on_text, on_binary, on_closed)
 
     def write_now(self, text: str) -> bool:
         """Write one text frame if the socket takes it without waiting; False while the transport's buffer
@@ -61,11 +73,30 @@ class DirectChannel:
         if not self.write_now(text):
             raise ClientDisconnected()
 
+    async def close(self, code: int, reason: str) -> None:
+        """Start the closing handshake (uvicorn's, as for the app's ``websocket.close``)."""
+        await self._protocol.send({"type": "websocket.close", "code": code, "reason": reason})
+
+
+class _AppGone:
+    """The ASGI receive queue of a connection the app handed over: what uvicorn still puts there (the
+    disconnect) has no reader, and the connection's end goes to ``on_closed`` instead."""
+
+    def put_nowait(self, event: ASGIReceiveEvent) -> None:
+        pass
+
+    def empty(self) -> bool:
+        return True
+
+
+_APP_GONE = _AppGone()
+
 
 class DirectWebSocketProtocol(WebSocketsSansIOProtocol):
     """uvicorn's ``websockets-sansio`` protocol, offering the :data:`DIRECT` extension."""
 
     _receiver: tuple[Callable[[str], None], Callable[[], None]] | None = None  # on_text, on_binary
+    _on_closed: Callable[[], None] | None = None  # told once, when the connection ends
 
     def handle_connect(self, event: Any) -> None:
         super().handle_connect(event)
@@ -73,10 +104,44 @@ class DirectWebSocketProtocol(WebSocketsSansIOProtocol):
         if getattr(self, "scope", None) is not None:
             self.scope["extensions"][DIRECT] = {"channel": DirectChannel(self)}
 
-    def attach(self, on_text: Callable[[str], None], on_binary: Callable[[], None]) -> None:
+    def attach(
+        self, on_text: Callable[[str], None], on_binary: Callable[[], None], on_closed: Callable[[], None]
+    ) -> None:
         if not self.queue.empty():  # a message there would be overtaken by the next one
             raise RuntimeError("attach right after accepting, before the app awaits anything")
         self._receiver = (on_text, on_binary)
+        self._on_closed = on_closed
+        # Nobody reads the app's queue any more (ends reach on_closed): about 2 KB an agent less.
+        self.queue = cast("asyncio.Queue[ASGIReceiveEvent]", _APP_GONE)
+        # The handshake is answered: its request's and response's headers (about 4 KB) are of no further
+        # use, yet an agent would keep them for as long as it stays connected (the request is also a
+        # local of the websockets parser's generator, so it is emptied rather than let go).
+        self.request.headers.clear()
+        del self.request, self.response
+
+    async def run_asgi(self) -> None:
+        # uvicorn's, except that a connection the app handed over is not closed when the app returns.
+        try:
+            result = await self.app(self.scope, self.receive, self.send)
+        except ClientDisconnected:
+            pass
+        except BaseException:
+            self.logger.exception("Exception in ASGI application\n")
+            self.send_500_response()
+        else:
+            if not self.handshake_complete:
+                self.logger.error("ASGI callable returned without completing handshake.")
+                self.send_500_response()
+            elif result is not None:
+                self.logger.error("ASGI callable should return None, but returned '%s'.", result)
+        if self.close_timer is None and (self._on_closed is None or self.disconnected):
+            self.transport.close()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        super().connection_lost(exc)
+        on_closed, self._on_closed = self._on_closed, None
+        if on_closed is not None:
+            on_closed()
 
     def send_receive_event_to_app(self) -> None:
         if self._receiver is None:
