@@ -114,5 +114,29 @@ async def test_the_servers_shutdown_closes_handed_over_connections_with_1012():
     assert closed.value.rcvd.code == 1012
 
 
+async def test_a_connections_frames_after_its_first_in_a_turn_go_out_together_at_its_end(router_server, raw):
+    websocket = await raw()
+    await websocket.send(Hello(agent_id=unique("busy"), agent_type="executor").model_dump_json())
+    assert json.loads(await websocket.recv())["type"] == "welcome"
+    port = websocket.local_address[1]
+    (protocol,) = [p for p in router_server.server.server_state.connections if p.client[1] == port]
+    writes: list[bytes] = []
+
+    def one_turn() -> None:  # a spy on the real socket's writes, then ten frames in one callback
+        write = protocol.transport.write
+
+        def spied(data: bytes) -> None:
+            writes.append(data)
+            write(data)
+
+        protocol.transport.write = spied
+        for n in range(10):
+            protocol.write_soon(json.dumps({"n": n}))
+
+    router_server.loop.call_soon_threadsafe(one_turn)
+    assert [json.loads(await websocket.recv())["n"] for _ in range(10)] == list(range(10))
+    assert len(writes) == 2  # the first at once, the other nine at the end of the turn
+
+
 def _note(target: str) -> SendMessageArgs:
     return SendMessageArgs(target_agent_id=target, message_type="notification", payload={})

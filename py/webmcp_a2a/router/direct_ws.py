@@ -18,7 +18,9 @@ the closing handshake and the close timeout stay uvicorn's.
 
 from __future__ import annotations
 
+import asyncio
 import logging
+import weakref
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, cast
 
@@ -27,11 +29,13 @@ from uvicorn.protocols.websockets.websockets_sansio_impl import WebSocketsSansIO
 from websockets.protocol import State
 
 if TYPE_CHECKING:
-    import asyncio
-
     from uvicorn._types import ASGIReceiveEvent
 
 DIRECT = "webmcp_a2a.direct"
+# A connection's first frame in a turn of the event loop goes to the socket at once; the frames that
+# follow it in the same turn wait for the turn's end and go together, in one write (or sooner, past
+# this many bytes: the transport's high-water mark must still see a flood).
+FLUSH_AT = 16_384
 CLOSE_INTERNAL_ERROR = 1011
 
 log = logging.getLogger("webmcp_a2a.router")
@@ -63,8 +67,7 @@ class DirectChannel:
         protocol = self._protocol
         if not protocol.writable.is_set() or protocol.conn.state is not State.OPEN or protocol.transport.is_closing():
             return False  # full, or closing (either side's close frame), or gone
-        protocol.conn.send_text(text.encode())
-        protocol.transport.write(b"".join(protocol.conn.data_to_send()))
+        protocol.write_soon(text)
         return True
 
     async def send_text(self, text: str) -> None:
@@ -76,6 +79,34 @@ class DirectChannel:
     async def close(self, code: int, reason: str) -> None:
         """Start the closing handshake (uvicorn's, as for the app's ``websocket.close``)."""
         await self._protocol.send({"type": "websocket.close", "code": code, "reason": reason})
+
+
+class _Turn:
+    """The connections that wrote in this turn of an event loop; at its end, what they hold goes out."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        self._loop = loop
+        self._wrote: list[DirectWebSocketProtocol] = []
+
+    def wrote(self, protocol: DirectWebSocketProtocol) -> None:
+        if not self._wrote:
+            self._loop.call_soon(self._end)  # runs before the callbacks of the next turn's reads
+        self._wrote.append(protocol)
+
+    def _end(self) -> None:
+        wrote, self._wrote = self._wrote, []
+        for protocol in wrote:
+            protocol.end_turn()
+
+
+_turns: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _Turn] = weakref.WeakKeyDictionary()
+
+
+def _turn_of(loop: asyncio.AbstractEventLoop) -> _Turn:
+    turn = _turns.get(loop)
+    if turn is None:
+        turn = _turns[loop] = _Turn(loop)
+    return turn
 
 
 class _AppGone:
@@ -97,6 +128,8 @@ class DirectWebSocketProtocol(WebSocketsSansIOProtocol):
 
     _receiver: tuple[Callable[[str], None], Callable[[], None]] | None = None  # on_text, on_binary
     _on_closed: Callable[[], None] | None = None  # told once, when the connection ends
+    _wrote = False  # wrote a frame in this turn of the loop
+    _held = 0  # bytes of frames waiting for the end of the turn
 
     def handle_connect(self, event: Any) -> None:
         super().handle_connect(event)
@@ -118,6 +151,31 @@ class DirectWebSocketProtocol(WebSocketsSansIOProtocol):
         # local of the websockets parser's generator, so it is emptied rather than let go).
         self.request.headers.clear()
         del self.request, self.response
+
+    def write_soon(self, text: str) -> None:
+        """One text frame: at once if it is the connection's first in this turn of the loop, else with the
+        turn's others at its end. A lone message waits for nothing, and each recipient of a busy mesh's
+        broadcasts gets every sender's frame of a turn in two writes (system calls), not one per sender."""
+        self.conn.send_text(text.encode())
+        if not self._wrote:
+            self._wrote = True
+            _turn_of(self.loop).wrote(self)
+            self.flush()
+            return
+        self._held += len(text)
+        if self._held >= FLUSH_AT:
+            self.flush()
+
+    def end_turn(self) -> None:
+        self._wrote = False
+        if self._held:
+            self.flush()
+
+    def flush(self) -> None:
+        self._held = 0
+        data = self.conn.data_to_send()  # uvicorn's own writes (a close, a pong) drain it too, in order
+        if data and not self.transport.is_closing():
+            self.transport.write(b"".join(data))
 
     async def run_asgi(self) -> None:
         # uvicorn's, except that a connection the app handed over is not closed when the app returns.
