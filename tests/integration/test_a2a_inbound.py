@@ -11,7 +11,13 @@ from collections.abc import AsyncIterator, Iterator
 import httpx
 import pytest
 from a2a.client import A2ACardResolver, Client, ClientConfig, create_client
-from a2a.helpers.proto_helpers import get_artifact_text, get_data_parts, get_message_text, new_text_message
+from a2a.helpers.proto_helpers import (
+    get_artifact_text,
+    get_data_parts,
+    get_message_text,
+    new_task_from_user_message,
+    new_text_message,
+)
 from a2a.types.a2a_pb2 import (
     CancelTaskRequest,
     GetExtendedAgentCardRequest,
@@ -27,9 +33,8 @@ from a2a.types.a2a_pb2 import (
 from tests.conftest import ROOT, RunningRouter, eventually, free_port, running_router, serving
 from webmcp_a2a.client.agent import Agent, RouterError
 from webmcp_a2a.client.cpython import connect
-from webmcp_a2a.protocol import Hello, ReceivedMessage, TaskAnswer, TasksArgs
+from webmcp_a2a.protocol import A2AReply, Hello, TaskAnswer, TasksArgs
 from webmcp_a2a.router.a2a.bridge import InProcessLink
-from webmcp_a2a.router.a2a.tasks import context_for
 
 
 @pytest.fixture(scope="module")
@@ -471,30 +476,45 @@ async def test_a2a_tasks_reply_to_a_finished_task_is_task_closed(router, http):
         closer.close()
 
 
-async def test_a_task_is_in_the_store_by_the_time_its_agent_hears_of_it(router, http):
-    # An agent inside the router's process hears of a task a few loop turns after the request,
-    # sooner than the SDK's own save comes (its events pass queues first).
-    store = router.app.state.a2a.tasks.store
-    seen: list[bool] = []
+async def test_a2a_tasks_finds_a_task_given_a_moment_ago_that_the_sdk_has_not_stored_yet(router):
+    # The SDK stores a new task a few turns of the loop after the request starts; the bridge gives
+    # it to the agent at once. Here the store never gets it: the agent's lookup must not need it.
+    bridge = router.app.state.a2a.bridge
+    task = new_task_from_user_message(new_text_message("quick, before it is stored", role=Role.ROLE_USER))
 
-    async def join() -> Agent:
-        agent = Agent(Hello(agent_id="nearby", agent_type="executor"))
+    async def ask_and_answer_at_once() -> tuple[str, A2AReply]:
+        agent = Agent(Hello(agent_id="early", agent_type="executor"))
         agent.connection_made(InProcessLink(router.router, agent))
         await agent.welcomed()
+        answers = bridge.expect(task, "early")
+        try:
+            (found,) = (await agent.tasks(TasksArgs(action="get", task_id=task.id))).tasks
+            await agent.tasks(TasksArgs(action="reply", task_id=task.id, answer=TaskAnswer(text="here")))
+            return found.state, await asyncio.wait_for(answers.get(), 5)
+        finally:
+            bridge.forget(task.id)
+            agent.close()
 
-        async def look_it_up(message: ReceivedMessage) -> None:
-            task_id = message.payload["a2a_task"]["task_id"]
-            seen.append(await store.get(task_id, context_for("nearby")) is not None)
-            await agent.tasks(TasksArgs(action="reply", task_id=task_id, answer=TaskAnswer(text="found it")))
+    state, answer = asyncio.run_coroutine_threadsafe(ask_and_answer_at_once(), router.loop).result(10)
+    assert (state, answer.text) == ("submitted", "here")
 
-        agent.on_message(look_it_up)
-        return agent
 
-    agent = asyncio.run_coroutine_threadsafe(join(), router.loop).result(10)
-    try:
-        client = await sdk_client(http, f"{router.http_url}/agents/nearby")
-        (response,) = [event async for event in client.send_message(user_message("are you there?"))]
-        assert get_message_text(response.task.status.message) == "found it"
-        assert seen == [True]
-    finally:
-        router.loop.call_soon_threadsafe(agent.close)
+async def test_a_task_given_to_another_agent_is_not_found_by_its_id(router):
+    bridge = router.app.state.a2a.bridge
+    task = new_task_from_user_message(new_text_message("not yours", role=Role.ROLE_USER))
+
+    async def look_up() -> str:
+        agent = Agent(Hello(agent_id="nosy", agent_type="executor"))
+        agent.connection_made(InProcessLink(router.router, agent))
+        await agent.welcomed()
+        bridge.expect(task, "someone-else")
+        try:
+            await agent.tasks(TasksArgs(action="get", task_id=task.id))
+        except RouterError as error:
+            return error.info.code
+        finally:
+            bridge.forget(task.id)
+            agent.close()
+        return "found"
+
+    assert asyncio.run_coroutine_threadsafe(look_up(), router.loop).result(10) == "task_not_found"

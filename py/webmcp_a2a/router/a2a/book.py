@@ -3,8 +3,9 @@
 Inbound tasks are those A2A clients gave the agent (``POST /agents/X``), outbound ones those it gave
 remote agents (``a2a_send_message`` to a URL or registry id); both live in the router's task store,
 each agent seeing only its own. ``list`` filters by direction, state and context, most recently
-updated first; ``get`` adds the history and artifacts; ``cancel`` cancels an outbound task at the
-remote agent; ``reply`` answers an open inbound task, as ``a2a_reply`` does, and shows the task as the
+updated first; ``get`` adds the history and artifacts (a task given a moment ago, which the SDK has
+not stored yet, is found as it was given); ``cancel`` cancels an outbound task at the remote agent;
+``reply`` answers an open inbound task, as ``a2a_reply`` does, and shows the task as the
 store has it then (an answer to a client that is still connected reaches the store a moment later).
 """
 
@@ -47,6 +48,8 @@ class TaskBook:
             return
         assert request.task_id is not None  # the model requires it but to list
         found = [(d, t) for d, view in views.items() if (t := await self._store.get(request.task_id, view))]
+        if not found and (just_given := self._bridge.given(request.task_id, agent)) is not None:
+            found = [("inbound", just_given)]  # given a moment ago: the SDK has not stored it yet
         if not found:
             answer(waiter, _error("task_not_found", f"no task {request.task_id!r} of {agent!r}"))
             return

@@ -26,10 +26,9 @@ from a2a.helpers.proto_helpers import (
     new_text_part,
 )
 from a2a.server.agent_execution import AgentExecutor, RequestContext
-from a2a.server.context import ServerCallContext
 from a2a.server.events import EventQueue
 from a2a.server.tasks import TaskUpdater
-from a2a.types.a2a_pb2 import Part
+from a2a.types.a2a_pb2 import Part, Task
 from google.protobuf.json_format import MessageToDict  # type: ignore[import-untyped]
 from pydantic import ValidationError
 
@@ -113,6 +112,9 @@ class Bridge:
         self.tasks = tasks
         self.agent = Agent(Hello(agent_id=A2A_BRIDGE_ID, agent_type="a2a-bridge"), inbox_limit=100_000)
         self._waiting: dict[str, asyncio.Queue[A2AReply]] = {}
+        # Tasks given to agents, as given, until their request ends: the SDK stores a new task a few
+        # turns of the loop after the request starts, and its agent may look it up sooner.
+        self._given: dict[str, tuple[str, Task]] = {}
         self._late = Background()  # late answers being written to the task store
         self._link: InProcessLink | None = None
         self.agent.on_message(self._received)
@@ -130,15 +132,23 @@ class Bridge:
     def stop(self) -> None:
         self.agent.close()
 
-    def expect(self, task_id: str) -> asyncio.Queue[A2AReply]:
-        """The answers to ``task_id``, as they arrive (until :meth:`forget`)."""
+    def expect(self, task: Task, agent_id: str) -> asyncio.Queue[A2AReply]:
+        """The answers to ``task``, given to ``agent_id``, as they arrive (until :meth:`forget`)."""
         if self.router.cluster is not None:
-            self.router.cluster.await_answers(task_id)
-        return self._waiting.setdefault(task_id, asyncio.Queue())
+            self.router.cluster.await_answers(task.id)
+        self._given[task.id] = (agent_id, task)
+        return self._waiting.setdefault(task.id, asyncio.Queue())
 
     def forget(self, task_id: str) -> None:
+        self._given.pop(task_id, None)
         if self._waiting.pop(task_id, None) is not None and self.router.cluster is not None:
             self.router.cluster.stop_awaiting(task_id)
+
+    def given(self, task_id: str, agent_id: str) -> Task | None:
+        """The task, as given to ``agent_id``, while its request waits for answers (the store may not
+        have it yet)."""
+        agent_and_task = self._given.get(task_id)
+        return agent_and_task[1] if agent_and_task is not None and agent_and_task[0] == agent_id else None
 
     def _received(self, message: ReceivedMessage) -> None:
         payload = message.payload.get(A2A_REPLY_KEY)
@@ -180,7 +190,6 @@ class Bridge:
             log.info("an answer from %s for task %s, unknown or over, was dropped", agent_id, reply.task_id)
 
 
-STORED_WITHIN = 1.0  # seconds
 _ENDS = {"input-required", "completed", "failed", "rejected"}  # execute() returns on these
 
 
@@ -198,14 +207,12 @@ class MeshExecutor(AgentExecutor):
         task = context.current_task or new_task_from_user_message(message)
         if context.current_task is None:
             await event_queue.enqueue_event(task)
-            if context.call_context is not None:
-                await self._until_stored(task.id, context.call_context)
         updater = TaskUpdater(event_queue, task.id, task.context_id)
         federated = message.metadata.fields.get(FEDERATED_ENVELOPE_KEY)
         if federated is not None:
             await self._deliver_federated(federated, context, updater)
             return
-        answers = self.bridge.expect(task.id)
+        answers = self.bridge.expect(task, self.agent_id)
         try:
             payload = A2ATask(
                 task_id=task.id,
@@ -237,18 +244,6 @@ class MeshExecutor(AgentExecutor):
                     return
         finally:
             self.bridge.forget(task.id)
-
-    async def _until_stored(self, task_id: str, view: ServerCallContext) -> None:
-        """Until the SDK has saved the new task (a few turns of the loop, its events pass queues first):
-        an agent quick to answer through ``a2a_tasks`` looks the task up in the store."""
-        deadline = asyncio.get_running_loop().time() + STORED_WITHIN
-        while await self.bridge.tasks.store.get(task_id, view) is None:
-            if asyncio.get_running_loop().time() > deadline:
-                log.warning(
-                    "the SDK had not stored task %s in %gs; the agent hears of it all the same", task_id, STORED_WITHIN
-                )
-                return
-            await asyncio.sleep(0)
 
     async def _deliver_federated(self, federated: Any, context: RequestContext, updater: TaskUpdater) -> None:
         """A direct message from an agent of a federated hub: checked against that hub's trust, then
