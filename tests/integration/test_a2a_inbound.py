@@ -476,7 +476,7 @@ async def test_a2a_tasks_reply_to_a_finished_task_is_task_closed(router, http):
         closer.close()
 
 
-async def test_a2a_tasks_finds_a_task_given_a_moment_ago_that_the_sdk_has_not_stored_yet(router):
+async def test_a2a_tasks_lists_and_finds_a_task_given_a_moment_ago_that_the_sdk_has_not_stored_yet(router):
     # The SDK stores a new task a few turns of the loop after the request starts; the bridge gives
     # it to the agent at once. Here the store never gets it: the agent's lookup must not need it.
     bridge = router.app.state.a2a.bridge
@@ -488,6 +488,8 @@ async def test_a2a_tasks_finds_a_task_given_a_moment_ago_that_the_sdk_has_not_st
         await agent.welcomed()
         answers = bridge.expect(task, "early")
         try:
+            (listed,) = (await agent.tasks(TasksArgs(direction="inbound", state="submitted"))).tasks
+            assert listed.task_id == task.id
             (found,) = (await agent.tasks(TasksArgs(action="get", task_id=task.id))).tasks
             await agent.tasks(TasksArgs(action="reply", task_id=task.id, answer=TaskAnswer(text="here")))
             return found.state, await asyncio.wait_for(answers.get(), 5)
@@ -499,7 +501,7 @@ async def test_a2a_tasks_finds_a_task_given_a_moment_ago_that_the_sdk_has_not_st
     assert (state, answer.text) == ("submitted", "here")
 
 
-async def test_a_task_given_to_another_agent_is_not_found_by_its_id(router):
+async def test_a_task_given_to_another_agent_is_neither_listed_nor_found(router):
     bridge = router.app.state.a2a.bridge
     task = new_task_from_user_message(new_text_message("not yours", role=Role.ROLE_USER))
 
@@ -509,6 +511,7 @@ async def test_a_task_given_to_another_agent_is_not_found_by_its_id(router):
         await agent.welcomed()
         bridge.expect(task, "someone-else")
         try:
+            assert (await agent.tasks(TasksArgs(direction="inbound"))).tasks == []
             await agent.tasks(TasksArgs(action="get", task_id=task.id))
         except RouterError as error:
             return error.info.code

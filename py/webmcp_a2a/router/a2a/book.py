@@ -4,7 +4,7 @@ Inbound tasks are those A2A clients gave the agent (``POST /agents/X``), outboun
 remote agents (``a2a_send_message`` to a URL or registry id); both live in the router's task store,
 each agent seeing only its own. ``list`` filters by direction, state and context, most recently
 updated first; ``get`` adds the history and artifacts (a task given a moment ago, which the SDK has
-not stored yet, is found as it was given); ``cancel`` cancels an outbound task at the remote agent;
+not stored yet, is listed and found as it was given); ``cancel`` cancels an outbound task at the remote agent;
 ``reply`` answers an open inbound task, as ``a2a_reply`` does, and shows the task as the
 store has it then (an answer to a client that is still connected reaches the store a moment later).
 """
@@ -43,6 +43,13 @@ class TaskBook:
             listed = [
                 info for direction in directions for info in await self._list(direction, views[direction], request)
             ]
+            if "inbound" in directions:  # given a moment ago, not stored yet
+                seen = {info.task_id for info in listed}
+                listed += [
+                    self._info("inbound", task, views["inbound"])
+                    for task in self._bridge.given_to(agent)
+                    if task.id not in seen and _matches(task, request)
+                ]
             listed.sort(key=lambda info: info.updated_at or 0, reverse=True)
             answer(waiter, TasksResult(tasks=listed[: request.limit]))
             return
@@ -97,6 +104,13 @@ class TaskBook:
             artifacts=[_part("artifact", list(a.parts), a.name) for a in task.artifacts],
             history=[_message(m) for m in task.history] if history else [],
         )
+
+
+def _matches(task: Task, request: TasksRequest) -> bool:
+    """What the store's list query asks, asked of a task the store does not have yet."""
+    return (not request.context_id or task.context_id == request.context_id) and (
+        not request.state or state_name(task.status.state) == request.state
+    )
 
 
 def _message(message: Message) -> TaskPart:

@@ -144,6 +144,10 @@ class Bridge:
         if self._waiting.pop(task_id, None) is not None and self.router.cluster is not None:
             self.router.cluster.stop_awaiting(task_id)
 
+    def given_to(self, agent_id: str) -> list[Task]:
+        """The tasks given to ``agent_id`` whose requests still wait for answers, as given."""
+        return [task for agent, task in self._given.values() if agent == agent_id]
+
     def given(self, task_id: str, agent_id: str) -> Task | None:
         """The task, as given to ``agent_id``, while its request waits for answers (the store may not
         have it yet)."""
