@@ -79,7 +79,9 @@ async def test_a_connected_agent_keeps_no_task_in_the_router(router_server, agen
 
     before = count()
     await asyncio.gather(*(agents() for _ in range(20)))
-    assert count() <= before  # neither the app's coroutine nor a writer waits for each
+    # Neither the app's coroutine nor a writer waits for each (that was 40 tasks); the shared router
+    # may be finishing another test's business meanwhile.
+    assert count() < before + 5
 
 
 async def test_the_router_hears_of_a_socket_closed_by_its_agent(router_server, raw):
