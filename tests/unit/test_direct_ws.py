@@ -140,5 +140,16 @@ async def test_a_connections_frames_after_its_first_in_a_turn_go_out_together_at
     assert len(writes) == 2  # the first at once, the other nine at the end of the turn
 
 
+async def test_the_app_serves_agents_the_asgi_way_under_uvicorns_own_protocol(agents):
+    server = RunningRouter(RouterSettings(), ws="websockets-sansio").start()
+    try:
+        alice, bob = await agents(url=server.ws_url), await agents(url=server.ws_url)
+        assert (await alice.send_message(_note(bob.agent_id))).delivered is True
+        bob.close()
+        await eventually(lambda: server.router.registry.online(bob.agent_id) is None)
+    finally:
+        await asyncio.to_thread(server.stop)
+
+
 def _note(target: str) -> SendMessageArgs:
     return SendMessageArgs(target_agent_id=target, message_type="notification", payload={})

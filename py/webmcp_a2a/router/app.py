@@ -109,10 +109,20 @@ def create_app(
 
     async def a2a_socket(websocket: WebSocket) -> None:
         direct = direct_channel(websocket.scope)
-        if direct is None:  # another uvicorn protocol: the ASGI way
+        if direct is None:  # another server or protocol: the ASGI way, this coroutine reading until the end
             conn = await opened(websocket, rate=RateLimit(router.settings))
-            if conn is not None:
-                await _read_until_gone(websocket, conn, router)
+            if conn is None:
+                return
+            try:
+                while (message := await websocket.receive())["type"] != "websocket.disconnect":
+                    if message.get("text") is not None:
+                        router.receive(conn, message["text"])
+                    else:
+                        router.reject_binary(conn)
+            except WebSocketDisconnect:
+                pass
+            finally:
+                closed(conn)
             return
         conn = await opened(
             websocket, direct.send_text, direct.close, rate=RateLimit(router.settings), write_now=direct.write_now
@@ -205,23 +215,6 @@ def create_app(
     app.state.router = router
     app.state.a2a = a2a
     return app
-
-
-async def _read_until_gone(websocket: WebSocket, conn: Connection, router: Router) -> None:
-    try:
-        while True:
-            message = await websocket.receive()
-            if message["type"] == "websocket.disconnect":
-                break
-            if message.get("text") is not None:
-                router.receive(conn, message["text"])
-            else:
-                router.reject_binary(conn)
-    except WebSocketDisconnect:
-        pass
-    finally:
-        router.connection_closed(conn)
-        conn.stop()
 
 
 def _closer(websocket: WebSocket) -> Callable[[int, str], Awaitable[None]]:

@@ -3,10 +3,10 @@
 Inbound tasks are those A2A clients gave the agent (``POST /agents/X``), outbound ones those it gave
 remote agents (``a2a_send_message`` to a URL or registry id); both live in the router's task store,
 each agent seeing only its own. ``list`` filters by direction, state and context, most recently
-updated first; ``get`` adds the history and artifacts (a task given a moment ago, which the SDK has
-not stored yet, is listed and found as it was given); ``cancel`` cancels an outbound task at the remote agent;
-``reply`` answers an open inbound task, as ``a2a_reply`` does, and shows the task as the
+updated first; ``get`` adds the history and artifacts; ``cancel`` cancels an outbound task at the
+remote agent; ``reply`` answers an open inbound task, as ``a2a_reply`` does, and shows the task as the
 store has it then (an answer to a client that is still connected reaches the store a moment later).
+A task given a moment ago, which the SDK has not stored yet, is listed and found as it was given.
 """
 
 from __future__ import annotations
