@@ -476,6 +476,14 @@ async def test_a2a_tasks_reply_to_a_finished_task_is_task_closed(router, http):
         closer.close()
 
 
+async def in_process_agent(router: RunningRouter, agent_id: str) -> Agent:
+    """An agent inside the router's process (as the A2A bridge is), welcomed; run on the router's loop."""
+    agent = Agent(Hello(agent_id=agent_id, agent_type="executor"))
+    agent.connection_made(InProcessLink(router.router, agent))
+    await agent.welcomed()
+    return agent
+
+
 async def test_a2a_tasks_lists_and_finds_a_task_given_a_moment_ago_that_the_sdk_has_not_stored_yet(router):
     # The SDK stores a new task a few turns of the loop after the request starts; the bridge gives
     # it to the agent at once. Here the store never gets it: the agent's lookup must not need it.
@@ -483,9 +491,7 @@ async def test_a2a_tasks_lists_and_finds_a_task_given_a_moment_ago_that_the_sdk_
     task = new_task_from_user_message(new_text_message("quick, before it is stored", role=Role.ROLE_USER))
 
     async def ask_and_answer_at_once() -> tuple[str, A2AReply]:
-        agent = Agent(Hello(agent_id="early", agent_type="executor"))
-        agent.connection_made(InProcessLink(router.router, agent))
-        await agent.welcomed()
+        agent = await in_process_agent(router, "early")
         answers = bridge.expect(task, "early")
         try:
             (listed,) = (await agent.tasks(TasksArgs(direction="inbound", state="submitted"))).tasks
@@ -506,9 +512,7 @@ async def test_a_task_given_to_another_agent_is_neither_listed_nor_found(router)
     task = new_task_from_user_message(new_text_message("not yours", role=Role.ROLE_USER))
 
     async def look_up() -> str:
-        agent = Agent(Hello(agent_id="nosy", agent_type="executor"))
-        agent.connection_made(InProcessLink(router.router, agent))
-        await agent.welcomed()
+        agent = await in_process_agent(router, "nosy")
         bridge.expect(task, "someone-else")
         try:
             assert (await agent.tasks(TasksArgs(direction="inbound"))).tasks == []

@@ -84,20 +84,24 @@ async def test_a_connected_agent_keeps_no_task_in_the_router(router_server, agen
     assert count() < before + 5
 
 
-async def test_the_router_hears_of_a_socket_closed_by_its_agent(router_server, raw):
-    websocket = await raw()
-    agent_id = unique("leaving")
+async def joined(websocket: websockets.ClientConnection, prefix: str) -> str:
+    """Send a hello on a bare socket and take the welcome; the agent's id."""
+    agent_id = unique(prefix)
     await websocket.send(Hello(agent_id=agent_id, agent_type="executor").model_dump_json())
     assert json.loads(await websocket.recv())["type"] == "welcome"
+    return agent_id
+
+
+async def test_the_router_hears_of_a_socket_closed_by_its_agent(router_server, raw):
+    websocket = await raw()
+    agent_id = await joined(websocket, "leaving")
     await websocket.close()
     await eventually(lambda: router_server.router.registry.online(agent_id) is None)
 
 
 async def test_a_socket_lost_without_a_closing_handshake_is_heard_of_too(router_server, raw):
     websocket = await raw()
-    agent_id = unique("vanishing")
-    await websocket.send(Hello(agent_id=agent_id, agent_type="executor").model_dump_json())
-    assert json.loads(await websocket.recv())["type"] == "welcome"
+    agent_id = await joined(websocket, "vanishing")
     websocket.transport.abort()
     await eventually(lambda: router_server.router.registry.online(agent_id) is None)
 
@@ -106,8 +110,7 @@ async def test_the_servers_shutdown_closes_handed_over_connections_with_1012():
     server = RunningRouter(RouterSettings()).start()
     try:
         websocket = await websockets.connect(server.ws_url)
-        await websocket.send(Hello(agent_id=unique("shut"), agent_type="executor").model_dump_json())
-        assert json.loads(await websocket.recv())["type"] == "welcome"
+        await joined(websocket, "shut")
     finally:
         await asyncio.to_thread(server.stop)
     with pytest.raises(websockets.ConnectionClosed) as closed:
@@ -118,8 +121,7 @@ async def test_the_servers_shutdown_closes_handed_over_connections_with_1012():
 
 async def test_a_connections_frames_after_its_first_in_a_turn_go_out_together_at_its_end(router_server, raw):
     websocket = await raw()
-    await websocket.send(Hello(agent_id=unique("busy"), agent_type="executor").model_dump_json())
-    assert json.loads(await websocket.recv())["type"] == "welcome"
+    await joined(websocket, "busy")
     port = websocket.local_address[1]
     (protocol,) = [p for p in router_server.server.server_state.connections if p.client[1] == port]
     writes: list[bytes] = []

@@ -128,6 +128,7 @@ class DirectWebSocketProtocol(WebSocketsSansIOProtocol):
 
     _receiver: tuple[Callable[[str], None], Callable[[], None]] | None = None  # on_text, on_binary
     _on_closed: Callable[[], None] | None = None  # told once, when the connection ends
+    _turn: _Turn  # the loop's, shared by its connections (set once the handshake is accepted)
     _wrote = False  # wrote a frame in this turn of the loop
     _held = 0  # bytes of frames waiting for the end of the turn
 
@@ -136,6 +137,7 @@ class DirectWebSocketProtocol(WebSocketsSansIOProtocol):
         # The scope exists once the handshake is accepted; the app runs on a later turn of the loop.
         if getattr(self, "scope", None) is not None:
             self.scope["extensions"][DIRECT] = {"channel": DirectChannel(self)}
+            self._turn = _turn_of(self.loop)
 
     def attach(
         self, on_text: Callable[[str], None], on_binary: Callable[[], None], on_closed: Callable[[], None]
@@ -159,7 +161,7 @@ class DirectWebSocketProtocol(WebSocketsSansIOProtocol):
         self.conn.send_text(text.encode())
         if not self._wrote:
             self._wrote = True
-            _turn_of(self.loop).wrote(self)
+            self._turn.wrote(self)
             self.flush()
             return
         self._held += len(text)
