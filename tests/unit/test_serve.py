@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import socket
 
 from webmcp_a2a.cli import serve
 from webmcp_a2a.router.cluster.redis_store import Keys, RedisStore
@@ -65,3 +66,20 @@ def test_releasing_an_agent_in_a_clusters_redis_forgets_its_credential(redis_url
     assert store.credential("gone") is None
     assert "released agent id 'gone'" in capsys.readouterr().out
     store.close()
+
+
+def test_the_router_runs_on_uvloops_event_loop(router_server):
+    import uvloop
+
+    assert isinstance(router_server.loop, uvloop.Loop)
+
+
+def test_a_request_head_past_16_kb_is_refused_and_the_router_serves_on(router_server):
+    address = ("127.0.0.1", router_server.port)
+    with socket.create_connection(address, timeout=5) as sock:
+        # A head that never ends: the router answers before it has read the whole of it.
+        sock.sendall(b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Padding: " + b"a" * 20_000)
+        assert sock.recv(65536).startswith(b"HTTP/1.1 400 ")
+    with socket.create_connection(address, timeout=5) as sock:
+        sock.sendall(b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n")
+        assert sock.recv(65536).startswith(b"HTTP/1.1 200 ")

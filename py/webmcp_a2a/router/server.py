@@ -25,7 +25,9 @@ def uvicorn_config(
     state costs ~41 KB of memory per connection and 10-25 % of the router's CPU per
     message (bench/README.md). WebSocket messages take the direct path of
     :mod:`.direct_ws`. With ``settings.tls_cert`` it serves HTTPS and WSS, and each
-    request's scope carries the client's certificate (:mod:`.tls`).
+    request's scope carries the client's certificate (:mod:`.tls`). The event loop is uvloop's
+    where it is installed (a dependency, except on Windows), else asyncio's. HTTP is h11's even
+    when httptools is installed: h11 refuses a request head over 16 KB, httptools reads any size.
     """
     tls = settings.tls_cert is not None
     own = [o for o in server_origins(host, port, settings.scheme) if o not in settings.allowed_origins]
@@ -39,6 +41,7 @@ def uvicorn_config(
         ws_per_message_deflate=ws_deflate,
         log_level=log_level,
         access_log=False,
-        http=TLSH11Protocol if tls else "auto",
+        loop="auto",
+        http=TLSH11Protocol if tls else "h11",
         ssl_context_factory=(lambda _config, _default: server_context(settings)) if tls else None,
     )
