@@ -543,6 +543,19 @@ class ErrorFrame(_Model):
     error: ErrorInfo
 
 
+def deliver_json(envelope: Envelope, subscription_id: str | None = None) -> str:
+    """The text of ``Deliver(envelope=envelope, subscription_id=subscription_id)``, built around the
+    envelope's own JSON: the router writes one per recipient, and the frame's model would only wrap it."""
+    subscription = "null" if subscription_id is None else json.dumps(subscription_id, ensure_ascii=False)
+    return f'{{"type":"deliver","envelope":{envelope.model_dump_json()},"subscription_id":{subscription}}}'
+
+
+def result_json(ref: int, data: BaseModel) -> str:
+    """The text of ``Result(ref=ref, data=data.model_dump(mode="json"))``, without the dict in between:
+    the router answers every request with one."""
+    return f'{{"type":"result","ref":{int(ref)},"data":{data.model_dump_json()}}}'
+
+
 RouterFrame = Annotated[Welcome | Deliver | Result | ErrorFrame | Relayed | RelayClosed, Field(discriminator="type")]
 ROUTER_FRAME: TypeAdapter[RouterFrame] = TypeAdapter(RouterFrame, config=_DEFERRED)
 

@@ -5,11 +5,16 @@ from pydantic import ValidationError
 
 from webmcp_a2a.protocol import (
     CLIENT_FRAME,
+    Deliver,
     Envelope,
     Region,
+    Result,
     SendMessageArgs,
     SendRequest,
+    SendResult,
     SubscribeArgs,
+    deliver_json,
+    result_json,
     validation_error_info,
 )
 
@@ -24,6 +29,27 @@ def test_envelope_round_trips_through_json():
     again = Envelope.model_validate_json(envelope.model_dump_json())
     assert again == envelope
     assert again.metadata.region == Region(x=0, y=0, width=2, height=2)
+
+
+@pytest.mark.parametrize("subscription_id", [None, "sub-1", 'odd "quoted" \\ id \u00e9'])
+def test_a_deliver_frames_text_is_the_models_own(subscription_id):
+    envelope = Envelope(
+        from_agent="alice",
+        to_agent="bob",
+        message_type="task_request",
+        payload={"text": 'line\nbreak "quoted" \U0001f600', "n": [1, 2.5, None, True]},
+        metadata={"correlation_id": "c-1", "region": {"x": 0, "y": 0, "width": 2, "height": 2}},
+        expires_at=1.5,
+        signature="sig",
+    )
+    model = Deliver(envelope=envelope, subscription_id=subscription_id)
+    assert deliver_json(envelope, subscription_id) == model.model_dump_json()
+
+
+def test_a_result_frames_text_is_the_models_own():
+    data = SendResult(delivered=False, target_status="offline", message_id="m-1", reason='not "there"', stored=True)
+    model = Result(ref=41, data=data.model_dump(mode="json"))
+    assert result_json(41, data) == model.model_dump_json()
 
 
 def test_envelope_gets_a_fresh_message_id_and_normal_priority():

@@ -38,7 +38,6 @@ from ..protocol import (
     Acks,
     BarrierRequest,
     BroadcastRequest,
-    Deliver,
     DiscoverRequest,
     DiscoverResult,
     Envelope,
@@ -50,7 +49,6 @@ from ..protocol import (
     Hello,
     LockRequest,
     MeshSeen,
-    Result,
     SendRequest,
     SendResult,
     SubscribeRequest,
@@ -60,7 +58,9 @@ from ..protocol import (
     UnsubscribeResult,
     WatchRequest,
     Welcome,
+    deliver_json,
     json_too_deep,
+    result_json,
     validation_error_info,
 )
 from .cluster import CLOSE_TRY_AGAIN, AgentIdElsewhere, Cluster, NodeLink
@@ -329,7 +329,7 @@ class Router:
             credential=credential,
             signing_key=key.hex() if key is not None else None,
         )
-        self._queue(conn, welcome)
+        self._queue(conn, welcome.model_dump_json())
         log.info("agent %s (%s) registered", hello.agent_id, hello.agent_type)
         self.deliver_stored(record)
         self._publish_event("peer_discovered", record)
@@ -478,7 +478,7 @@ class Router:
             from_store=from_store,
         )
         sealed = self.signer.seal(envelope, target.agent_id)
-        self._start(pending, {target.agent_id: Deliver(envelope=sealed).model_dump_json()})
+        self._start(pending, {target.agent_id: deliver_json(sealed)})
 
     def _broadcast(self, conn: Peer, agent_id: str, request: BroadcastRequest) -> None:
         envelope = request.envelope
@@ -492,9 +492,9 @@ class Router:
             if not (request.exclude_self and record.agent_id == agent_id) and self._may_receive(envelope, record)
         ]
         if self.signer.enabled:  # signed for each recipient
-            frames = {to: Deliver(envelope=self.signer.seal(envelope, to)).model_dump_json() for to in recipients}
+            frames = {to: deliver_json(self.signer.seal(envelope, to)) for to in recipients}
         else:  # one frame for all
-            frame = Deliver(envelope=envelope).model_dump_json()
+            frame = deliver_json(envelope)
             frames = dict.fromkeys(recipients, frame)
         self._fanout(conn, agent_id, request.id, envelope, frames)
 
@@ -515,10 +515,9 @@ class Router:
                 and subscriber.agent_id not in frames
                 and self._may_receive(envelope, subscriber)
             ):
-                frames[subscriber.agent_id] = Deliver(
-                    envelope=self.signer.seal(envelope, subscriber.agent_id),
-                    subscription_id=subscription.subscription_id,
-                ).model_dump_json()
+                frames[subscriber.agent_id] = deliver_json(
+                    self.signer.seal(envelope, subscriber.agent_id), subscription.subscription_id
+                )
         return frames
 
     def _fanout(self, conn: Peer, agent_id: str, ref: int, envelope: Envelope, frames: dict[str, str]) -> None:
@@ -548,10 +547,7 @@ class Router:
             target = self.registry.online(subscription.agent_id)
             if target is not None and target.connection is not None and target.agent_id != subject.agent_id:
                 target.connection.offer(
-                    Deliver(
-                        envelope=self.signer.seal(envelope, target.agent_id),
-                        subscription_id=subscription.subscription_id,
-                    ).model_dump_json(),
+                    deliver_json(self.signer.seal(envelope, target.agent_id), subscription.subscription_id),
                     envelope.priority,
                 )
 
@@ -714,19 +710,19 @@ class Router:
             raise RequestError("not_registered", "send a hello frame first")
         return record
 
-    def _queue(self, conn: Peer, frame: BaseModel) -> None:
-        if not conn.offer(frame.model_dump_json()) and not conn.closing:
+    def _queue(self, conn: Peer, frame: str) -> None:
+        if not conn.offer(frame) and not conn.closing:
             # A client that lets its queue fill with replies is not reading: drop it
             # rather than let it hold the router's memory.
             log.warning("closing %s: outgoing queue full", conn.agent_id)
             conn.close(CLOSE_NOT_READING, "outgoing queue full")
 
     def _reply(self, conn: Peer, ref: int, data: BaseModel) -> None:
-        self._queue(conn, Result(ref=ref, data=data.model_dump(mode="json")))
+        self._queue(conn, result_json(ref, data))
 
     def _error(self, conn: Peer, ref: int | None, info: ErrorInfo) -> None:
         self._error_log.note(conn.remote, info.code)
-        self._queue(conn, ErrorFrame(ref=ref, error=info))
+        self._queue(conn, ErrorFrame(ref=ref, error=info).model_dump_json())
 
 
 def _frame_error(exc: ValidationError) -> ErrorInfo:
