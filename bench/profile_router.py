@@ -129,7 +129,7 @@ def main() -> None:
         help="serve.py (default), the minimal websockets relay, or the relay on uvicorn+Starlette",
     )
     args = parser.parse_args()
-    raise_fd_limit()
+    raise_fd_limit(2 * args.n + 1000)
     RESULTS.mkdir(exist_ok=True)
     raw = RESULTS / f"profile-{args.server}-n{args.n}-{'bcast' if args.broadcast else 'direct'}.tmp"  # gitignored
     made = {"router": project_server, "relay": relay_server, "asgi-relay": baseline_server}[args.server]()

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import json
+import tracemalloc
+from pathlib import Path
 
 import pytest
 import websockets
@@ -19,8 +21,10 @@ from webmcp_a2a.protocol import (
     InboxArgs,
     Region,
     SendMessageArgs,
+    SendResult,
     SubscriptionFilter,
 )
+from webmcp_a2a.router import routing
 
 
 def note(target: str, **payload) -> SendMessageArgs:
@@ -104,6 +108,53 @@ async def test_silent_recipient_makes_delivery_false_after_ack_timeout():
         alice.close()
     assert (result.delivered, result.target_status) == (False, "busy")
     assert "acknowledgement" in (result.reason or "")
+
+
+async def test_each_delivery_is_late_on_its_own_deadline_and_never_sooner():
+    timeout = 0.6
+    with running_router(ack_timeout=timeout) as server:
+        alice = await connect(server.ws_url, Hello(agent_id="alice", agent_type="executor"))
+        async with websockets.connect(server.ws_url) as quiet:
+            await hello_frame(quiet, "quiet")
+            loop = asyncio.get_running_loop()
+
+            async def send(n: int) -> tuple[float, SendResult]:
+                sent = loop.time()
+                result = await alice.send_message(note("quiet", n=n))
+                return loop.time() - sent, result
+
+            first = asyncio.ensure_future(send(1))
+            first_id = json.loads(await quiet.recv())["envelope"]["message_id"]
+            await asyncio.sleep(timeout / 2)
+            second, third = asyncio.ensure_future(send(2)), asyncio.ensure_future(send(3))
+            await quiet.recv(), await quiet.recv()
+            await quiet.send(json.dumps({"type": "ack", "message_id": first_id, "accepted": True}))
+            (_, acked), (waited_second, late_second), (waited_third, late_third) = await asyncio.gather(
+                first, second, third
+            )
+        alice.close()
+    assert acked.delivered is True
+    assert (late_second.delivered, late_third.delivered) == (False, False)
+    assert "acknowledgement" in (late_second.reason or "")
+    assert timeout <= waited_second < timeout + 2  # not before its own deadline, and not forgotten
+    assert timeout <= waited_third < timeout + 2
+
+
+async def test_an_acknowledged_delivery_leaves_nothing_behind_in_the_router(agents):
+    alice, bob = await agents(), await agents()
+    for n in range(50):  # the router's caches and the clients' buffers reach their size
+        await alice.send_message(note(bob.agent_id, n=n))
+    tracemalloc.start()
+    try:
+        before = tracemalloc.take_snapshot()
+        for n in range(500):
+            assert (await alice.send_message(note(bob.agent_id, n=n))).delivered is True
+        after = tracemalloc.take_snapshot()
+    finally:
+        tracemalloc.stop()
+    in_router = [tracemalloc.Filter(True, str(Path(routing.__file__)))]
+    grown = after.filter_traces(in_router).compare_to(before.filter_traces(in_router), "filename")
+    assert sum(stat.size_diff for stat in grown) < 8_000  # bytes; a trace per message would be 500 x that
 
 
 async def test_one_acks_frame_settles_every_delivery_it_names(agents, raw):

@@ -20,7 +20,7 @@ import itertools
 import json
 import logging
 import time
-from collections import Counter, deque
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -79,7 +79,6 @@ from .subscriptions import SubscriptionTable, new_subscription_id
 from .watchers import Watchers
 
 log = logging.getLogger("webmcp_a2a.router")
-_serials = itertools.count()
 
 # WebSocket close codes (4000-4999 are the application's own).
 CLOSE_POLICY = 1008  # over a per-address limit
@@ -103,9 +102,9 @@ class PendingDelivery:
     fanout: bool
     waiting: set[str]
     from_store: bool = False
+    deadline: float = 0.0  # time.monotonic() past which the recipients that have not acked are late
     delivered: set[str] = field(default_factory=set)
     refusals: dict[str, str] = field(default_factory=dict)
-    serial: int = field(default_factory=lambda: next(_serials))
 
 
 class Router:
@@ -138,9 +137,9 @@ class Router:
         self.barriers: Barriers | ClusterBarriers = (
             self.cluster.barriers if self.cluster is not None else Barriers(self._answer)
         )
+        # In the order they started, which is the order of their ack deadlines (one timeout for all): a
+        # finished delivery leaves nothing behind, and the next deadline is the first entry's.
         self._pending: dict[str, PendingDelivery] = {}
-        # Ack deadlines, oldest first, naming deliveries by id: a finished one is freed at once.
-        self._deadlines: deque[tuple[float, str, int]] = deque()
         self._deadline_timer: asyncio.TimerHandle | None = None
         self.relays = RelayTable(self)  # agents hosted by another connection (relay.py)
         self.watchers = Watchers(settings)
@@ -602,9 +601,11 @@ class Router:
     # --- deliveries ---------------------------------------------------------
 
     def _start(self, pending: PendingDelivery, frames: dict[str, str]) -> None:
-        self._pending[pending.envelope.message_id] = pending
         envelope = pending.envelope
         message_id = envelope.message_id
+        self._pending.pop(message_id, None)  # a later start goes last, where its deadline belongs
+        self._pending[message_id] = pending
+        pending.deadline = time.monotonic() + self.settings.ack_timeout
         self.watchers.message(envelope, frames)
         for agent_id, frame in frames.items():
             target = self.registry.online(agent_id)
@@ -615,16 +616,12 @@ class Router:
                 pending.refusals[agent_id] = (
                     "offline" if link is None else "unreachable (connection closing)" if link.closing else "queue_full"
                 )
-        if pending.waiting:
-            self._deadlines.append(
-                (time.monotonic() + self.settings.ack_timeout, pending.envelope.message_id, pending.serial)
-            )
-            if self._deadline_timer is None:
-                self._deadline_timer = asyncio.get_running_loop().call_later(
-                    self.settings.ack_timeout, self._check_deadlines
-                )
-        else:
+        if not pending.waiting:
             self._finish(pending)
+        elif self._deadline_timer is None:
+            self._deadline_timer = asyncio.get_running_loop().call_later(
+                self.settings.ack_timeout, self._check_deadlines
+            )
 
     def _settle(self, pending: PendingDelivery, agent_id: str, accepted: bool, reason: str) -> None:
         if agent_id not in pending.waiting:
@@ -639,16 +636,13 @@ class Router:
 
     def _check_deadlines(self) -> None:
         now = time.monotonic()
-        while self._deadlines and self._deadlines[0][0] <= now:
-            _, message_id, serial = self._deadlines.popleft()
-            pending = self._pending.get(message_id)
-            if pending is not None and pending.serial == serial:
-                self._ack_timeout(pending)
+        late = list(itertools.takewhile(lambda pending: pending.deadline <= now, self._pending.values()))
+        for pending in late:
+            self._ack_timeout(pending)
         self._deadline_timer = None
-        if self._deadlines:
-            self._deadline_timer = asyncio.get_running_loop().call_later(
-                self._deadlines[0][0] - now, self._check_deadlines
-            )
+        if self._pending:
+            first = next(iter(self._pending.values()))
+            self._deadline_timer = asyncio.get_running_loop().call_later(first.deadline - now, self._check_deadlines)
 
     def _ack_timeout(self, pending: PendingDelivery) -> None:
         for agent_id in pending.waiting:
