@@ -381,9 +381,11 @@ def baseline_server() -> Server:
     return Server("baseline-asgi", [PYTHON, str(BASELINES / "server.py"), "--port", "{port}"])
 
 
-def relay_server() -> Server:
-    """The minimal relay written directly with the ``websockets`` library."""
-    return Server("baseline-ws-relay", [PYTHON, str(BASELINES / "ws_relay.py"), "--port", "{port}"])
+def relay_server(*, uvloop: bool = False) -> Server:
+    """The minimal relay written directly with the ``websockets`` library (on uvloop's event loop, as the
+    router runs, when ``uvloop``)."""
+    argv = [PYTHON, str(BASELINES / "ws_relay.py"), "--port", "{port}"]
+    return Server("baseline-ws-relay-uvloop", [*argv, "--uvloop"]) if uvloop else Server("baseline-ws-relay", argv)
 
 
 @contextmanager

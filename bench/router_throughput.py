@@ -2,9 +2,10 @@
 
 Ours: ``serve.py`` in its own process. Baseline: ``bench/baselines/ws_relay.py``, a relay written
 with the same ``websockets`` library that only forwards frames (no validation, no registry beyond
-id -> socket, no acknowledgements, no timers), also in its own process. For attribution, the same
-relay logic on the router's own stack (uvicorn + Starlette, ``bench/baselines/server.py``) is
-measured at N=100 too.
+id -> socket, no acknowledgements, no timers), also in its own process, on asyncio's event loop. For
+attribution, the same relay logic on the router's own stack (uvicorn + Starlette on uvloop,
+``bench/baselines/server.py``) is measured at N=100 and 1,000 too, and the ``websockets`` relay on
+uvloop (the router's loop) at N=100.
 
 The load: N agents from :mod:`bench.loadgen` (raw sans-I/O WebSocket clients speaking the
 frames directly; the project's CPython client costs about twice the router's CPU per message and
@@ -48,6 +49,7 @@ from bench.loadgen import Load, Phase, RelayDialect, RouterDialect
 
 BASE = "ws relay"
 ASGI = "relay on uvicorn+Starlette"
+UVLOOP = "ws relay on uvloop"
 
 
 class Target:
@@ -118,7 +120,8 @@ async def run(quick: bool = False, notes: list | None = None) -> list[Row]:
     timing = {"warmup": 0.2, "window": 0.4} if quick else {"warmup": 0.3, "window": 0.8}
     fanout_reps = 4 if quick else 20
     results: dict[tuple[str, int], Target] = {}
-    with servers(project_server(), relay_server(), baseline_server()) as (router, relay, asgi):
+    made = (project_server(), relay_server(), baseline_server(), relay_server(uvloop=True))
+    with servers(*made) as (router, relay, asgi, relay_on_uvloop):
         router_dialect = RouterDialect(router.ws)  # one for the run: it keeps its agents' credentials between groups
         for n in ns:
             group = [
@@ -127,6 +130,8 @@ async def run(quick: bool = False, notes: list | None = None) -> list[Row]:
             ]
             if n == 100 or (n == 1000 and not quick):  # attribution: the relay's logic on the router's stack
                 group.append(Target(ASGI, RelayDialect(asgi.ws, "/relay/", ASGI), asgi.pid))
+            if n == 100:  # attribution: the relay on the router's event loop
+                group.append(Target(UVLOOP, RelayDialect(relay_on_uvloop.ws, name=UVLOOP), relay_on_uvloop.pid))
             kinds: tuple[str, ...] = ("direct", "broadcast", "single") if n == ns[0] else ("direct", "broadcast")
             if n == 100:  # attribution: relays whose every recipient acks end to end, as the router's do
                 kinds += ("broadcast-every-ack",)
@@ -232,37 +237,38 @@ async def run(quick: bool = False, notes: list | None = None) -> list[Row]:
                 f"{BASE} (999 e2e acks)",
             ),
         ]
-    # Attribution: the same relay logic on the router's stack (uvicorn + Starlette + websockets-sansio).
-    for n in (100, 1000):
-        if (ASGI, n) not in results:
+    # Attribution: the same relay logic on the router's stack (uvicorn + Starlette + websockets-sansio, uvloop),
+    # and the minimal relay on uvloop.
+    for other, n in ((ASGI, 100), (UVLOOP, 100), (ASGI, 1000)):
+        if (other, n) not in results:
             continue
-        ours, asgi_relay = results["ours", n], results[ASGI, n]
+        ours, relay_there = results["ours", n], results[other, n]
         rows += [
             Row(
                 "3 router",
                 f"direct msgs/s, N={n}",
                 "msg/s",
                 ours["direct"].messages_per_s,
-                asgi_relay["direct"].messages_per_s,
-                ASGI,
-                extra={"base": util(asgi_relay["direct"])},
+                relay_there["direct"].messages_per_s,
+                other,
+                extra={"base": util(relay_there["direct"])},
             ),
             Row(
                 "3 router",
                 f"broadcast deliveries/s, N={n}",
                 "msg/s",
                 ours["broadcast"].messages_per_s,
-                asgi_relay["broadcast"].messages_per_s,
-                ASGI,
-                extra={"base": util(asgi_relay["broadcast"])},
+                relay_there["broadcast"].messages_per_s,
+                other,
+                extra={"base": util(relay_there["broadcast"])},
             ),
             Row(
                 "5 scaling",
                 f"server CPU per direct message, N={n}",
                 "us",
                 ours["direct"].server_us_per_message,
-                asgi_relay["direct"].server_us_per_message,
-                ASGI,
+                relay_there["direct"].server_us_per_message,
+                other,
             ),
         ]
         if n == 1000:
@@ -272,8 +278,8 @@ async def run(quick: bool = False, notes: list | None = None) -> list[Row]:
                     "fan-out, 1 broadcast -> 999 agents: last recipient has it",
                     "ms",
                     Stats.of(ours.fanout_last),
-                    Stats.of(asgi_relay.fanout_last),
-                    ASGI,
+                    Stats.of(relay_there.fanout_last),
+                    other,
                 )
             )
 

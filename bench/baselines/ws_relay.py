@@ -1,12 +1,13 @@
 """The minimal relay: the router's job with nothing but the ``websockets`` library.
 
-    python bench/baselines/ws_relay.py --port P
+    python bench/baselines/ws_relay.py --port P [--uvloop]
 
 Connect to ``ws://127.0.0.1:P/NAME``. A text frame ``"TARGET rest..."`` is forwarded unchanged
 to the connection named TARGET; ``"* rest..."`` goes to every other connection
 (``websockets.broadcast``). No JSON, no validation, no acknowledgements, no timers; the only state
 is the id -> connection dict without which nothing can be addressed. The library's defaults
-(permessage-deflate offered, keepalive pings) are kept, as the router keeps uvicorn's.
+(permessage-deflate offered, keepalive pings) are kept, as the router keeps uvicorn's. It runs on
+asyncio's own event loop, as the library's examples do; ``--uvloop`` runs it on uvloop's, the router's.
 """
 
 from __future__ import annotations
@@ -49,4 +50,11 @@ async def main(port: int) -> None:
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--port", type=int, required=True)
-    asyncio.run(main(parser.parse_args().port))
+    parser.add_argument("--uvloop", action="store_true", help="run on uvloop's event loop")
+    args = parser.parse_args()
+    if args.uvloop:
+        import uvloop
+
+        uvloop.run(main(args.port))
+    else:
+        asyncio.run(main(args.port))
