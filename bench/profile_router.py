@@ -19,12 +19,13 @@ import collections
 import shutil
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 if __name__ == "__main__" and __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench.common import RESULTS, baseline_server, project_server, raise_fd_limit, relay_server, servers
+from bench.common import RESULTS, Server, baseline_server, project_server, raise_fd_limit, relay_server, servers
 from bench.loadgen import Load, RelayDialect, RouterDialect
 
 # Inclusive layers: a stack is counted once per layer whose marker appears in any of its frames.
@@ -132,8 +133,12 @@ def main() -> None:
     raise_fd_limit(2 * args.n + 1000)
     RESULTS.mkdir(exist_ok=True)
     raw = RESULTS / f"profile-{args.server}-n{args.n}-{'bcast' if args.broadcast else 'direct'}.tmp"  # gitignored
-    made = {"router": project_server, "relay": relay_server, "asgi-relay": baseline_server}[args.server]()
-    with servers(made) as (server,):
+    made: dict[str, Callable[[], Server]] = {
+        "router": project_server,
+        "relay": relay_server,
+        "asgi-relay": baseline_server,
+    }
+    with servers(made[args.server]()) as (server,):
         headline = asyncio.run(load(server, args.server, args.n, args.seconds, args.broadcast, raw))
     print(headline)
     print(summarize(raw))
