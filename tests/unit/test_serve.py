@@ -1,10 +1,16 @@
-"""serve.py's flags (``webmcp-a2a serve``): each one sets the router setting it names."""
+"""serve.py's flags (``webmcp-a2a serve``), each setting the router setting it names, and how the router is served."""
 
 from __future__ import annotations
 
 import json
+import os
 import socket
+import subprocess
+import sys
 
+import pytest
+
+from webmcp_a2a import sdk_tracing
 from webmcp_a2a.cli import serve
 from webmcp_a2a.router.cluster.redis_store import Keys, RedisStore
 
@@ -83,3 +89,14 @@ def test_a_request_head_past_16_kb_is_refused_and_the_router_serves_on(router_se
     with socket.create_connection(address, timeout=5) as sock:
         sock.sendall(b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n")
         assert sock.recv(65536).startswith(b"HTTP/1.1 200 ")
+
+
+@pytest.mark.parametrize("entry", ["webmcp_a2a.cli.serve", "webmcp_a2a.router"])  # serve.py's, and an embedder's
+@pytest.mark.parametrize(("asked", "traced"), [(None, "False"), ("true", "True")])
+def test_the_a2a_sdks_tracing_is_off_unless_asked_for(entry, asked, traced):
+    env = {k: v for k, v in os.environ.items() if k != sdk_tracing.SWITCH}
+    if asked is not None:
+        env[sdk_tracing.SWITCH] = asked
+    check = f"import {entry}; from a2a.utils import telemetry; print(telemetry.otel_enabled)"
+    answer = subprocess.run([sys.executable, "-c", check], env=env, capture_output=True, text=True, check=True)
+    assert answer.stdout.strip() == traced

@@ -4,6 +4,10 @@
 mesh as a short-lived agent of their own with the CPython client (:mod:`.commands`).
 """
 
-from .commands import main
+from ..sdk_tracing import off_unless_collected
+
+off_unless_collected()  # before the a2a-sdk is first imported (below)
+
+from .commands import main  # noqa: E402
 
 __all__ = ["main"]
