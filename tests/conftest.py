@@ -51,10 +51,12 @@ class OnLoopback:
 class RunningRouter(OnLoopback):
     """A router served by uvicorn on a loopback port, in a thread of its own."""
 
-    def __init__(self, settings: RouterSettings, port: int | None = None, ws: str | None = None) -> None:
+    def __init__(
+        self, settings: RouterSettings, port: int | None = None, ws: str | None = None, ws_deflate: bool = False
+    ) -> None:
         self.settings = settings
         self.port = port or free_port()
-        config = uvicorn_config(settings, port=self.port, log_level="warning")
+        config = uvicorn_config(settings, port=self.port, ws_deflate=ws_deflate, log_level="warning")
         if ws is not None:  # another of uvicorn's WebSocket protocols than the router's own
             config.ws = ws
         self.app = config.app

@@ -10,10 +10,12 @@ from typing import Any
 
 import pytest
 import websockets
+from websockets.frames import Frame
 
 from tests.conftest import RunningRouter, eventually, running_router
 from tests.unit.conftest import unique
-from webmcp_a2a.protocol import Envelope, Hello, InboxArgs, ReceivedMessage, SendMessageArgs, SendRequest
+from webmcp_a2a.protocol import BroadcastArgs, Envelope, Hello, InboxArgs, ReceivedMessage, SendMessageArgs, SendRequest
+from webmcp_a2a.router import direct_ws
 from webmcp_a2a.router.settings import RouterSettings
 
 
@@ -161,3 +163,58 @@ async def test_the_app_serves_agents_the_asgi_way_under_uvicorns_own_protocol(ag
 
 def _note(target: str) -> SendMessageArgs:
     return SendMessageArgs(target_agent_id=target, message_type="notification", payload={})
+
+
+@pytest.mark.parametrize("size", [10, 2_000])  # a 7-bit and a 16-bit payload length in the frame's header
+async def test_a_broadcast_is_framed_once_for_all_its_recipients_and_each_reads_it_whole(agents, monkeypatch, size):
+    framed: list[bytes] = []
+
+    class Counted(Frame):
+        def serialize(self, **options: Any) -> bytes:
+            framed.append(bytes(self.data))
+            return super().serialize(**options)
+
+    monkeypatch.setattr(direct_ws, "Frame", Counted)
+    kind = unique("framed")
+    sender, recipients = await agents(), [await agents(kind) for _ in range(5)]
+    text = "x" * size
+    result = await sender.broadcast(BroadcastArgs(agent_type=kind, message_type="notification", payload={"t": text}))
+    assert result.delivered_count == 5
+    for recipient in recipients:
+        (message,) = (await recipient.inbox(InboxArgs(wait_seconds=5))).messages
+        assert message.payload == {"t": text}
+    assert sum(1 for data in framed if b'"type":"deliver"' in data) == 1
+
+
+async def test_with_compression_on_each_recipient_gets_a_broadcast_through_its_own_compressor(agents):
+    server = RunningRouter(RouterSettings(), ws_deflate=True).start()
+    try:
+        sender = await agents(url=server.ws_url)
+        async with websockets.connect(server.ws_url) as first, websockets.connect(server.ws_url) as second:
+            kind = unique("deflated")
+            for websocket in (first, second):
+                assert [extension.name for extension in websocket.protocol.extensions] == ["permessage-deflate"]
+                await websocket.send(Hello(agent_id=unique("deflated"), agent_type=kind).model_dump_json())
+                await websocket.recv()  # welcome
+            received = {first: 0, second: 0}
+            for websocket in (first, second):  # bytes off the wire, before the client decompresses them
+                take = websocket.protocol.receive_data
+
+                def counted(data: bytes, websocket=websocket, take=take) -> None:
+                    received[websocket] += len(data)
+                    take(data)
+
+                websocket.protocol.receive_data = counted  # type: ignore[assignment]
+            text = "compressible " * 200
+            sent = asyncio.ensure_future(
+                sender.broadcast(BroadcastArgs(agent_type=kind, message_type="notification", payload={"t": text}))
+            )
+            for websocket in (first, second):
+                deliver = json.loads(await websocket.recv())
+                assert deliver["envelope"]["payload"] == {"t": text}
+                message_id = deliver["envelope"]["message_id"]
+                await websocket.send(json.dumps({"type": "ack", "message_id": message_id, "accepted": True}))
+            assert (await sent).delivered_count == 2
+        assert all(0 < count < len(text) // 4 for count in received.values())
+    finally:
+        await asyncio.to_thread(server.stop)

@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 from uvicorn.protocols.utils import ClientDisconnected
 from uvicorn.protocols.websockets.websockets_sansio_impl import WebSocketsSansIOProtocol
+from websockets.frames import Frame, Opcode
 from websockets.protocol import State
 
 if TYPE_CHECKING:
@@ -82,11 +83,21 @@ class DirectChannel:
 
 
 class _Turn:
-    """The connections that wrote in this turn of an event loop; at its end, what they hold goes out."""
+    """The connections that wrote in this turn of an event loop; at its end, what they hold goes out.
+    And the last text framed in the turn, as every connection without extensions sends it."""
 
     def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
         self._loop = loop
         self._wrote: list[DirectWebSocketProtocol] = []
+        self._framed: tuple[str, bytes] | None = None
+
+    def frame(self, text: str) -> bytes:
+        """``text`` as a server's text frame, no extension: framed once for all the recipients of a
+        broadcast, which the router hands the same string."""
+        framed = self._framed
+        if framed is None or framed[0] is not text:
+            framed = self._framed = (text, Frame(Opcode.TEXT, text.encode()).serialize(mask=False, extensions=[]))
+        return framed[1]
 
     def wrote(self, protocol: DirectWebSocketProtocol) -> None:
         if not self._wrote:
@@ -94,6 +105,7 @@ class _Turn:
         self._wrote.append(protocol)
 
     def _end(self) -> None:
+        self._framed = None
         wrote, self._wrote = self._wrote, []
         for protocol in wrote:
             protocol.end_turn()
@@ -158,7 +170,11 @@ class DirectWebSocketProtocol(WebSocketsSansIOProtocol):
         """One text frame: at once if it is the connection's first in this turn of the loop, else with the
         turn's others at its end. A lone message waits for nothing, and each recipient of a busy mesh's
         broadcasts gets every sender's frame of a turn in two writes (system calls), not one per sender."""
-        self.conn.send_text(text.encode())
+        conn = self.conn
+        if conn.extensions:  # permessage-deflate: each connection's compressor frames its own
+            conn.send_text(text.encode())
+        else:  # websockets' own send_frame, with the frame made once (callers check the state: OPEN)
+            conn.writes.append(self._turn.frame(text))
         if not self._wrote:
             self._wrote = True
             self._turn.wrote(self)
