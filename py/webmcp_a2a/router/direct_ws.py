@@ -12,7 +12,8 @@ gate and every middleware have run), then hands it over (:meth:`DirectChannel.at
 From then on each text message reaches the receiver as soon as it is parsed, the connection's end
 (either side's close, a lost socket, the server's shutdown) reaches ``on_closed`` once, and
 :meth:`DirectChannel.write_now`, :meth:`DirectChannel.send_text` and :meth:`DirectChannel.close`
-write straight to the socket (``send_text`` waiting while the transport's buffer is full). Pings,
+write straight to the socket (``send_text`` waiting while the transport's buffer is full; a
+connection's frames after its first in a turn of the loop go together at the turn's end). Pings,
 the closing handshake and the close timeout stay uvicorn's.
 """
 
@@ -63,8 +64,9 @@ class DirectChannel:
         self._protocol.attach(on_text, on_binary, on_closed)
 
     def write_now(self, text: str) -> bool:
-        """Write one text frame if the socket takes it without waiting; False while the transport's buffer
-        is over its high-water mark, or once the connection is gone."""
+        """Take one text frame for the socket without waiting (it goes at once, or with the connection's
+        other frames of this turn of the loop at its end); False while the transport's buffer is over its
+        high-water mark, or once the connection is gone."""
         protocol = self._protocol
         if not protocol.writable.is_set() or protocol.conn.state is not State.OPEN or protocol.transport.is_closing():
             return False  # full, or closing (either side's close frame), or gone
@@ -89,15 +91,16 @@ class _Turn:
     def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
         self._loop = loop
         self._wrote: list[DirectWebSocketProtocol] = []
-        self._framed: tuple[str, bytes] | None = None
+        self._framed_text: str | None = None
+        self._frame = b""
 
     def frame(self, text: str) -> bytes:
         """``text`` as a server's text frame, no extension: framed once for all the recipients of a
         broadcast, which the router hands the same string."""
-        framed = self._framed
-        if framed is None or framed[0] is not text:
-            framed = self._framed = (text, Frame(Opcode.TEXT, text.encode()).serialize(mask=False, extensions=[]))
-        return framed[1]
+        if text is not self._framed_text:
+            self._framed_text = text
+            self._frame = Frame(Opcode.TEXT, text.encode()).serialize(mask=False, extensions=[])
+        return self._frame
 
     def wrote(self, protocol: DirectWebSocketProtocol) -> None:
         if not self._wrote:
@@ -105,7 +108,7 @@ class _Turn:
         self._wrote.append(protocol)
 
     def _end(self) -> None:
-        self._framed = None
+        self._framed_text, self._frame = None, b""
         wrote, self._wrote = self._wrote, []
         for protocol in wrote:
             protocol.end_turn()
